@@ -1,0 +1,7 @@
+"""`python -m timerepro` is the `timerepro` command."""
+
+import sys
+
+from timerepro.cli import main
+
+sys.exit(main())

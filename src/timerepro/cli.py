@@ -1,0 +1,299 @@
+"""timerepro: every command a user types. `timerepro <command> --help` explains each one.
+
+The usual path is `snakemake --profile local` (or `--profile slurm`, or `dvc repro`), which calls
+these commands: run -> aggregate -> notebook (render) -> claims -> report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EPILOG = """examples:
+  timerepro papers                              what is reproduced, paper by paper
+  timerepro artifacts linear_time               every table and figure with its status
+  timerepro runs --scale smoke --paper linear_time
+  timerepro run linear_time <run_id>            one training run -> results/runs/linear_time/<run_id>/
+  timerepro aggregate linear_time               run records -> results/aggregated/linear_time.csv
+  timerepro notebook linear_time                papermill notebook -> tables, figures
+  timerepro claims && timerepro report          verdicts and results/report/index.html
+  timerepro dvc --check                         is dvc.yaml in step with params/?
+"""
+
+
+def _registry():
+    from timerepro import registry
+
+    return registry.load()
+
+
+def _scale(args, reg) -> str:
+    return args.scale or reg.default_scale()
+
+
+def cmd_validate(args) -> int:
+    reg = _registry()
+    n = {s: len(reg.runs(s)) for s in reg.scale_names()}
+    print(f"params/ is valid: {len(reg.papers)} papers, "
+          f"{sum(len(reg.artifacts(p)) for p in reg.papers)} artifacts; runs per scale: {n}")
+    return 0
+
+
+def cmd_papers(args) -> int:
+    reg = _registry()
+    for paper, doc in reg.papers.items():
+        arts = doc["artifacts"]
+        counts = {s: sum(a["status"] == s for a in arts) for s in ("implemented", "planned", "diagram")}
+        print(f"{paper:18s} {len(arts):3d} artifacts ({counts['implemented']} implemented, {counts['planned']} planned, "
+              f"{counts['diagram']} diagrams)  {doc['title']}")
+    return 0
+
+
+def cmd_artifacts(args) -> int:
+    reg = _registry()
+    for paper in [args.paper] if args.paper else list(reg.papers):
+        for art in reg.artifacts(paper):
+            n = len(reg.artifact_runs(paper, art["id"], _scale(args, reg))) if art["status"] == "implemented" else 0
+            print(f"{paper:18s} {art['id']:8s} {art['status']:12s} {n:5d} runs  {art['title'][:90]}")
+    return 0
+
+
+def cmd_runs(args) -> int:
+    from timerepro.records import is_complete
+
+    reg = _registry()
+    runs = reg.runs(_scale(args, reg), paper=args.paper, artifact=args.artifact)
+    if args.format == "ids":
+        for r in runs:
+            print(f"{r.paper}/{r.run_id}")
+    elif args.format == "json":
+        print(json.dumps([{"paper": r.paper, "run_id": r.run_id, "config": r.config, "resources": r.resources} for r in runs], indent=1))
+    else:
+        done = 0
+        for r in runs:
+            ok = is_complete(r.config)
+            done += ok
+            keys = {k: r.config[k] for k in ("encoder", "d_T", "layers", "attention", "seed") if k in r.config}
+            print(f"{'done' if ok else '    '} {r.paper}/{r.run_id} {r.experiment} {keys}")
+        print(f"{len(runs)} runs at scale {_scale(args, reg)}, {done} complete", file=sys.stderr)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from timerepro import runs
+
+    reg = _registry()
+    run = reg.find_run(args.paper, args.run_id, _scale(args, reg))
+    path = runs.execute(run.config, device=args.device, threads=args.threads, show_progress=not args.quiet)
+    print(path / "metrics.json")
+    return 0
+
+
+def cmd_run_job(args) -> int:
+    """Execute the runs of one scheduler job, then write its marker under results/jobs/."""
+    from timerepro import runs
+    from timerepro.io import atomic_write_json
+    from timerepro.paths import results_dir
+
+    reg = _registry()
+    job = reg.find_job(args.paper, args.job_id, _scale(args, reg))
+    done = []
+    for i, run in enumerate(job.runs, 1):
+        print(f"[{i}/{len(job.runs)}] run {run.run_id}", file=sys.stderr, flush=True)
+        path = runs.execute(run.config, device=args.device, threads=args.threads, show_progress=not args.quiet)
+        done.append(str(path.relative_to(results_dir())))
+    marker = results_dir() / "jobs" / args.paper / f"{args.job_id}.json"
+    atomic_write_json(marker, {"job_id": args.job_id, "runs": done})
+    print(marker)
+    return 0
+
+
+def cmd_run_all(args) -> int:
+    """Run every incomplete run of a scale in this process (the DVC front end uses this)."""
+    from tqdm.auto import tqdm
+
+    from timerepro import runs
+
+    reg = _registry()
+    todo = reg.runs(_scale(args, reg), paper=args.paper, artifact=args.artifact)
+    for run in tqdm(todo, desc=f"runs ({_scale(args, reg)})", file=sys.stderr):
+        runs.execute(run.config, device=args.device, threads=args.threads, show_progress=False)
+    return 0
+
+
+def cmd_aggregate(args) -> int:
+    from timerepro.report import aggregate
+
+    reg = _registry()
+    for paper in _papers(args, reg):
+        path = aggregate.write(reg, paper, _scale(args, reg))
+        print(path)
+    return 0
+
+
+def cmd_render(args) -> int:
+    from timerepro.report.render import render_paper
+
+    reg = _registry()
+    for paper in _papers(args, reg):
+        manifest = render_paper(reg, paper, _scale(args, reg))
+        n_fig = sum(len(a["figures"]) for a in manifest["artifacts"].values())
+        n_tab = sum(len(a["tables"]) for a in manifest["artifacts"].values())
+        print(f"{paper}: {n_tab} table files, {n_fig} figure files")
+    return 0
+
+
+def cmd_notebook(args) -> int:
+    """Execute workflow/notebooks/<paper>.ipynb with papermill into results/notebooks/."""
+    from timerepro.paths import project_root, results_dir
+
+    reg = _registry()
+    for paper in _papers(args, reg):
+        out = results_dir() / "notebooks" / f"{paper}.ipynb"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.tmp.ipynb")
+        cmd = [sys.executable, "-m", "papermill", str(project_root() / "workflow" / "notebooks" / f"{paper}.ipynb"), str(tmp),
+               "-p", "paper", paper, "-p", "scale", _scale(args, reg), "-p", "results", str(results_dir()),
+               "-k", args.kernel, "--cwd", str(project_root())]
+        if args.quiet:
+            cmd.append("--no-progress-bar")
+        subprocess.run(cmd, check=True)
+        tmp.replace(out)
+        print(out)
+    return 0
+
+
+def cmd_claims(args) -> int:
+    from timerepro.report import claims
+
+    reg = _registry()
+    path = claims.write(reg)
+    verdicts = json.loads(path.read_text())
+    for c in verdicts:
+        if c["verdict"] != claims.PENDING or args.all:
+            print(f"{c['paper']:18s} {c['id']:4s} {c['verdict']:24s} {c['detail'][:120]}")
+    print(f"{path}: {sum(c['verdict'] == claims.HOLDS for c in verdicts)} hold, "
+          f"{sum(c['verdict'] == claims.FAILS for c in verdicts)} fail, "
+          f"{sum(c['verdict'] == claims.PENDING for c in verdicts)} cannot be evaluated yet")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from timerepro.report import html
+
+    reg = _registry()
+    print(html.build(reg, _scale(args, reg)))
+    return 0
+
+
+def cmd_dvc(args) -> int:
+    from timerepro import dvcgen
+
+    reg = _registry()
+    text = dvcgen.render(reg)
+    path = Path(args.output)
+    if args.check:
+        if not path.is_file() or path.read_text() != text:
+            print(f"{path} is stale: regenerate it with `timerepro dvc`", file=sys.stderr)
+            return 1
+        print(f"{path} is up to date")
+        return 0
+    from timerepro.io import atomic_write_text
+
+    atomic_write_text(path, text)
+    print(path)
+    return 0
+
+
+def _papers(args, reg) -> list[str]:
+    from timerepro.registry import PAPERS
+
+    if getattr(args, "all", False) or not args.paper:
+        return list(PAPERS)
+    return [args.paper]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="timerepro", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    parser.add_argument("--results", help="results folder (default: ./results, or $TIMEREPRO_RESULTS)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name, func, help_text, paper=None, scale=True):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if paper == "optional":
+            p.add_argument("paper", nargs="?", help="paper key (default: all papers)")
+        elif paper == "required":
+            p.add_argument("paper", help="paper key: linear_time, dyg_mamba, time2vec, swinit, hawkes_attention")
+        if scale:
+            p.add_argument("--scale", help="smoke, offline or paper (default: params/run.yaml)")
+        p.set_defaults(func=func)
+        return p
+
+    add("validate", cmd_validate, "validate every params/ file; errors name the file and the key", scale=False)
+    add("papers", cmd_papers, "list the five papers and how many artifacts each has implemented", scale=False)
+    add("artifacts", cmd_artifacts, "list every table and figure with its status and number of runs", paper="optional")
+    p = add("runs", cmd_runs, "list the runs a scale needs (resolved configs with stable ids)")
+    p.add_argument("--paper")
+    p.add_argument("--artifact")
+    p.add_argument("--format", choices=["table", "ids", "json"], default="table")
+    for name, func, text in (("run", cmd_run, "execute one run and write its run record"),
+                             ("run-job", cmd_run_job, "execute the runs of one scheduler job (what Snakemake calls)"),
+                             ("run-all", cmd_run_all, "execute every incomplete run of a scale, one after another")):
+        p = add(name, func, text, paper="required" if name != "run-all" else None)
+        if name == "run":
+            p.add_argument("run_id", help="12-hex-digit id from `timerepro runs`")
+        elif name == "run-job":
+            p.add_argument("job_id", help="12-hex-digit id of a job (the Snakefile's train rule)")
+        else:
+            p.add_argument("--paper")
+            p.add_argument("--artifact")
+        p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
+        p.add_argument("--threads", type=int, help="torch threads (default: the run's cpus resource)")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add("aggregate", cmd_aggregate, "run records -> results/aggregated/<paper>.csv", paper="optional")
+    add("render", cmd_render, "aggregated + published -> tables (md, tex) and figures (png, pdf)", paper="optional")
+    p = add("notebook", cmd_notebook, "execute the paper's papermill notebook (which renders its tables and figures)", paper="optional")
+    p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
+    p.add_argument("--quiet", action="store_true")
+    p = add("claims", cmd_claims, "evaluate every checkable claim on the aggregated results")
+    p.add_argument("--all", action="store_true", help="also list claims that cannot be evaluated yet")
+    add("report", cmd_report, "write results/report/index.html")
+    p = add("dvc", cmd_dvc, "write dvc.yaml from params/ (or --check that it is up to date)", scale=False)
+    p.add_argument("--check", action="store_true")
+    p.add_argument("--output", default="dvc.yaml")
+    try:
+        from timerepro.data import commands as data_commands
+
+        data_commands.add_subcommands(sub)
+    except ImportError:
+        pass
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.results:
+        os.environ["TIMEREPRO_RESULTS"] = str(Path(args.results).resolve())
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    from timerepro.schema import ConfigError
+
+    try:
+        return args.func(args) or 0
+    except ConfigError as exc:
+        print(f"error: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    except KeyError as exc:
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Models, one module each, registered by name in `timerepro.models.registry`."""

@@ -1,0 +1,12 @@
+"""Names the registry validates against and the labels tables print, without importing torch.
+
+`timerepro.encoders` registers one class per key of ENCODER_LABELS and refuses any other name.
+"""
+
+ENCODER_LABELS = {
+    "linear": "Linear",
+    "cosine": "Sinusoidal",
+    "sine_cosine": "Sine-cosine",
+    "cosine_scale": "Sinusoidal-scale",
+    "time2vec": "Time2Vec",
+}

@@ -1,0 +1,75 @@
+"""What made a run: code version, packages, machine, threads, device, timing and memory."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import socket
+import subprocess
+import sys
+from importlib import metadata
+
+from timerepro.paths import project_root
+
+PACKAGES = ("timerepro", "torch", "numpy", "pandas", "scikit-learn", "snakemake", "dvc", "papermill")
+
+
+def git_state(root=None) -> dict:
+    """Commit of the checkout and whether tracked source differs from it (results/ ignored)."""
+    root = root or project_root()
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        return {"commit": commit, "dirty": bool(status)}
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "dirty": None}
+
+
+def package_versions() -> dict:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def peak_memory_mb() -> float:
+    """Peak resident set size of this process (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def collect(*, device: str, seed: int, data: dict, wall_time_s: float, extra: dict | None = None) -> dict:
+    import torch
+
+    record = {
+        "git": git_state(),
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "torch_threads": torch.get_num_threads(),
+        "device": device,
+        "cuda_device_name": torch.cuda.get_device_name(0) if device.startswith("cuda") else None,
+        "seed": seed,
+        "data": data,
+        "wall_time_s": round(wall_time_s, 3),
+        "peak_memory_mb": round(peak_memory_mb(), 1),
+        "peak_gpu_memory_mb": (
+            round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.startswith("cuda") else None
+        ),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+    }
+    if extra:
+        record.update(extra)
+    return record

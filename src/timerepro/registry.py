@@ -1,0 +1,272 @@
+"""params/ -> papers -> artifacts -> experiments -> runs, each run a resolved config with a stable id.
+
+Both front ends use this module: the Snakefile asks it for the runs of a scale, `timerepro dvc`
+writes dvc.yaml from it. A config resolves as
+
+    task defaults < model defaults < experiment `fixed` < grid point < scale `fixed`
+    data: dataset config < experiment `data` < scale `data`
+
+and its id is the first 12 hex digits of the sha256 of its canonical JSON, so the same
+configuration always lands in the same run folder, whichever scale or scheduler asked for it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from timerepro.paths import params_dir, project_root
+from timerepro.schema import ConfigError, load_yaml, validate_file, validate_value
+
+PAPERS = ("linear_time", "dyg_mamba", "time2vec", "swinit", "hawkes_attention")
+
+
+@dataclass(frozen=True)
+class Run:
+    paper: str
+    experiment: str
+    run_id: str
+    config: dict = field(hash=False, compare=False)
+    resources: dict = field(hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one scheduler job executes: the seeds of one configuration, `seeds_per_job` at a time.
+
+    At paper scale a job is one run (one GPU job per seed); on a laptop the seeds of a grid point
+    share one process, which saves the few seconds each Python + torch start costs.
+    """
+
+    paper: str
+    job_id: str
+    runs: tuple
+    resources: dict = field(hash=False, compare=False)
+
+
+def run_id(config: dict) -> str:
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _named_registries() -> dict[str, set]:
+    from timerepro.names import ENCODER_LABELS
+
+    return {"encoders": set(ENCODER_LABELS)}
+
+
+class Registry:
+    """The validated contents of params/. Construct with `load()`."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        schemas = project_root() / "workflow" / "schemas"
+        self.tasks = validate_file(root / "tasks.yaml", schemas / "tasks.schema.yaml")
+        self.models = validate_file(root / "models.yaml", schemas / "models.schema.yaml")
+        self.datasets = validate_file(root / "datasets.yaml", schemas / "datasets.schema.yaml")
+        self.scales = validate_file(root / "scales.yaml", schemas / "scales.schema.yaml")
+        self.papers = {p: validate_file(root / f"{p}.yaml", schemas / "paper.schema.yaml") for p in PAPERS}
+        self._check_references()
+
+    # ---- validation beyond the JSON schemas: names that must exist elsewhere -------------------
+    def _check_references(self) -> None:
+        from timerepro.tasks.registry import TASKS
+
+        for name, model in self.models.items():
+            if model["task"] not in TASKS:
+                raise ConfigError(self.root / "models.yaml", f"{name}.task", f"unknown task {model['task']!r}; known: {sorted(TASKS)}")
+        run_defaults = load_yaml(self.root / "run.yaml") or {}
+        if run_defaults.get("scale") not in self.scales["scales"]:
+            raise ConfigError(self.root / "run.yaml", "scale", f"unknown scale {run_defaults.get('scale')!r}; known: {self.scale_names()}")
+        self._default_scale = run_defaults["scale"]
+        for paper, doc in self.papers.items():
+            path = self.root / f"{paper}.yaml"
+            if doc["paper"] != paper:
+                raise ConfigError(path, "paper", f"must be {paper!r} (the file name), got {doc['paper']!r}")
+            for name, exp in doc["experiments"].items():
+                where = f"experiments.{name}"
+                if exp["task"] not in TASKS:
+                    raise ConfigError(path, f"{where}.task", f"unknown task {exp['task']!r}; known: {sorted(TASKS)}")
+                if exp["model"] not in self.models:
+                    raise ConfigError(path, f"{where}.model", f"unknown model {exp['model']!r}; known: {sorted(self.models)}")
+                if self.models[exp["model"]]["task"] != exp["task"]:
+                    raise ConfigError(path, f"{where}.model", f"model {exp['model']!r} serves task {self.models[exp['model']]['task']!r}, not {exp['task']!r}")
+                if exp["dataset"] not in self.datasets and exp["dataset"] not in self._locked_datasets:
+                    raise ConfigError(path, f"{where}.dataset", f"unknown dataset {exp['dataset']!r}; known: {sorted(self.datasets) + sorted(self._locked_datasets)}")
+                self._check_values(path, where, exp, exp["dataset"])
+            ids = set()
+            for i, art in enumerate(doc["artifacts"]):
+                if art["id"] in ids:
+                    raise ConfigError(path, f"artifacts[{i}].id", f"duplicate artifact {art['id']!r}")
+                ids.add(art["id"])
+                for exp in art.get("experiments", []):
+                    if exp not in doc["experiments"]:
+                        raise ConfigError(path, f"artifacts[{i}].experiments", f"unknown experiment {exp!r}")
+            for i, claim in enumerate(doc["claims"]):
+                for art in str(claim["artifact"]).replace(" ", "").split(","):
+                    if art not in ids:
+                        raise ConfigError(path, f"claims[{i}].artifact", f"unknown artifact {art!r}")
+        for scale, spec in self.scales["scales"].items():
+            for key, override in spec["experiments"].items():
+                paper, exp = key.split("/")
+                where = f"scales.{scale}.experiments.{key}"
+                if paper not in self.papers or exp not in self.papers[paper]["experiments"]:
+                    raise ConfigError(self.root / "scales.yaml", where, f"unknown experiment {key!r}")
+                base = self.papers[paper]["experiments"][exp]
+                self._check_values(self.root / "scales.yaml", where, {"task": base["task"], **override}, base["dataset"])
+
+    @cached_property
+    def _locked_datasets(self) -> set[str]:
+        lock = self.root / "datasets.lock.yaml"
+        if not lock.is_file():
+            return set()
+        doc = load_yaml(lock) or {}
+        entries = doc.get("datasets", doc) if isinstance(doc, dict) else {}
+        return set(entries) if isinstance(entries, dict) else set()
+
+    def _check_values(self, path: Path, where: str, exp: dict, dataset: str) -> None:
+        """Every fixed and grid value must be a declared parameter of the task, of its type; every
+        `data` key must be a setting of the dataset."""
+        known_data = self.datasets.get(dataset, {}).get("config", {})
+        for key in exp.get("data", {}):
+            if key not in known_data:
+                raise ConfigError(path, f"{where}.data.{key}", f"unknown setting {key!r} of dataset {dataset!r}; known: {sorted(known_data)}")
+        spec = self.tasks[exp["task"]]["parameters"]
+        named = _named_registries()
+        items = [(f"fixed.{k}", k, v) for k, v in exp.get("fixed", {}).items()]
+        items += [(f"grid.{k}[{i}]", k, v) for k, vs in exp.get("grid", {}).items() for i, v in enumerate(vs)]
+        for key_path, key, value in items:
+            if key not in spec:
+                raise ConfigError(path, f"{where}.{key_path}", f"unknown parameter {key!r} for task {exp['task']!r}; known: {sorted(spec)}")
+            validate_value(path, f"{where}.{key_path}", value, spec[key], named)
+
+    # ---- expansion -------------------------------------------------------------------------
+    def scale_names(self) -> list[str]:
+        return list(self.scales["scales"])
+
+    def default_scale(self) -> str:
+        """The scale of params/run.yaml, used when a command names none."""
+        return self._default_scale
+
+    def _scale(self, scale: str) -> dict:
+        if scale not in self.scales["scales"]:
+            raise ConfigError(self.root / "scales.yaml", "scales", f"unknown scale {scale!r}; known: {self.scale_names()}")
+        return self.scales["scales"][scale]
+
+    def experiment_runs(self, paper: str, experiment: str, scale: str) -> list[Run]:
+        exp = self.papers[paper]["experiments"][experiment]
+        over = self._scale(scale)["experiments"].get(f"{paper}/{experiment}", {})
+        task = self.tasks[exp["task"]]
+        model = self.models[exp["model"]]
+        data = copy.deepcopy(self.datasets.get(exp["dataset"], {}).get("config", {}))
+        data.update(exp.get("data", {}))
+        data.update(over.get("data", {}))
+        grid = dict(exp.get("grid", {}))
+        grid.update(over.get("grid", {}))
+        seeds = over.get("seeds", exp["seeds"])
+        resources = dict(task["resources"])
+        resources.update(model.get("resources", {}))
+        resources.update(self._scale(scale).get("resources", {}).get(exp["task"], {}))
+
+        axes = list(grid)
+        runs = []
+        for point in itertools.product(*(grid[a] for a in axes)):
+            for seed in range(seeds):
+                config = {
+                    "paper": paper,
+                    "experiment": experiment,
+                    "task": exp["task"],
+                    "model": exp["model"],
+                    "dataset": exp["dataset"],
+                    **task["defaults"],
+                    **model["defaults"],
+                    **exp.get("fixed", {}),
+                    **dict(zip(axes, point)),
+                    **over.get("fixed", {}),
+                    "data": data,
+                    "seed": seed,
+                }
+                rid = run_id(config)
+                runs.append(Run(paper, experiment, rid, {**config, "run_id": rid}, resources))
+        return runs
+
+    def runs(self, scale: str, paper: str | None = None, artifact: str | None = None) -> list[Run]:
+        """Every run that the implemented artifacts need at `scale` (deduplicated, ordered)."""
+        seen: dict[str, Run] = {}
+        for p in [paper] if paper else PAPERS:
+            for art in self.implemented(p):
+                if artifact and art["id"] != artifact:
+                    continue
+                for run in self.artifact_runs(p, art["id"], scale):
+                    seen.setdefault(run.run_id, run)
+        return list(seen.values())
+
+    def jobs(self, scale: str, paper: str | None = None) -> list[Job]:
+        """The runs of `scale` grouped into scheduler jobs; runtime scales with the runs per job."""
+        per_job = self._scale(scale).get("seeds_per_job", 1)
+        groups: dict[tuple, list[Run]] = {}
+        for run in self.runs(scale, paper=paper):
+            point = {k: v for k, v in run.config.items() if k not in ("seed", "run_id")}
+            groups.setdefault((run.paper, run_id(point)), []).append(run)
+        jobs = []
+        for (paper_key, _), runs in groups.items():
+            for i in range(0, len(runs), per_job):
+                chunk = tuple(runs[i : i + per_job])
+                res = dict(chunk[0].resources)
+                res["runtime"] = res["runtime"] * len(chunk)
+                jid = hashlib.sha256(" ".join(r.run_id for r in chunk).encode()).hexdigest()[:12]
+                jobs.append(Job(paper_key, jid, chunk, res))
+        return jobs
+
+    def find_job(self, paper: str, job_id: str, scale: str) -> Job:
+        for job in self.jobs(scale, paper=paper):
+            if job.job_id == job_id:
+                return job
+        raise KeyError(f"no job {job_id!r} of paper {paper!r} at scale {scale!r}; the params may have changed since the "
+                       "workflow was planned: rerun snakemake")
+
+    def artifact_runs(self, paper: str, artifact: str, scale: str) -> list[Run]:
+        art = self.artifact(paper, artifact)
+        select = art.get("select", {})
+        out = []
+        for exp in art.get("experiments", []):
+            for run in self.experiment_runs(paper, exp, scale):
+                if all(_matches(run.config.get(k), v) for k, v in select.items()):
+                    out.append(run)
+        return out
+
+    def find_run(self, paper: str, rid: str, scale: str | None = None) -> Run:
+        scales = [scale] if scale else self.scale_names()
+        for s in scales:
+            for run in self.runs(s, paper=paper):
+                if run.run_id == rid:
+                    return run
+        raise KeyError(f"no run {rid!r} of paper {paper!r} at scale(s) {scales}; list them with `timerepro runs {paper}`")
+
+    def artifact(self, paper: str, artifact: str) -> dict:
+        for art in self.papers[paper]["artifacts"]:
+            if art["id"] == artifact:
+                return art
+        raise KeyError(f"paper {paper!r} has no artifact {artifact!r}")
+
+    def artifacts(self, paper: str) -> list[dict]:
+        return self.papers[paper]["artifacts"]
+
+    def implemented(self, paper: str) -> list[dict]:
+        return [a for a in self.papers[paper]["artifacts"] if a["status"] == "implemented"]
+
+    def papers_with_runs(self) -> list[str]:
+        return [p for p in PAPERS if self.implemented(p)]
+
+
+def _matches(value, wanted) -> bool:
+    return value in wanted if isinstance(wanted, list) else value == wanted
+
+
+def load(root: Path | None = None) -> Registry:
+    return Registry(Path(root) if root else params_dir())

@@ -1,0 +1,144 @@
+"""Run records -> results/aggregated/<paper>.csv, in the columns of the published values.
+
+Each implemented artifact names an aggregator registered here; an aggregator turns the complete
+run records of that artifact into long-format rows (row_group, row, column, metric, mean, std).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from timerepro.names import ENCODER_LABELS as LABELS
+from timerepro.io import atomic_write_json, atomic_write_text
+from timerepro.paths import results_dir
+from timerepro.registry import Registry
+from timerepro.records import load_record, run_dir
+
+from .published import KEY
+
+COLUMNS = KEY + ["mean", "std", "note", "n_runs", "scale", "data"]
+AGGREGATORS: dict[str, Callable[[list[dict]], list[dict]]] = {}
+
+
+def aggregator(name: str):
+    def deco(fn):
+        AGGREGATORS[name] = fn
+        return fn
+
+    return deco
+
+
+def _stat(values: list[float]) -> tuple[float, float]:
+    arr = np.asarray(values, dtype=float)
+    return float(arr.mean()), float(arr.std(ddof=0)) if len(arr) > 1 else 0.0
+
+
+def panel_label(layers: int, attention: str) -> str:
+    return f"{layers}-layer {'full attention' if attention == 'full' else 'autoregressive'}"
+
+
+@aggregator("seqcls_accuracy")
+def seqcls_accuracy(records: list[dict]) -> list[dict]:
+    """linear_time Figure 2: test accuracy per panel x encoder x d_T, mean and std over seeds."""
+    groups = defaultdict(list)
+    for r in records:
+        c = r["config"]
+        groups[(panel_label(c["layers"], c["attention"]), LABELS[c["encoder"]], str(c["d_T"]))].append(r)
+    rows = []
+    for (panel, enc, dim), rs in sorted(groups.items()):
+        mean, std = _stat([r["metrics"]["test_accuracy"] for r in rs])
+        rows.append({"row_group": panel, "row": enc, "column": dim, "metric": "test_accuracy",
+                     "mean": mean, "std": std, "n_runs": len(rs), "_records": rs})
+    return rows
+
+
+@aggregator("seqcls_attention")
+def seqcls_attention(records: list[dict]) -> list[dict]:
+    """linear_time Figure 3: average read-out attention per event index, learned vs true."""
+    groups = defaultdict(list)
+    for r in records:
+        groups[r["config"]["d_T"]].append(r)
+    rows = []
+    for dim, rs in sorted(groups.items()):
+        for label, key in (("Learned (linear)", "learned"), ("True", "true")):
+            curves = np.array([r["attention"][key] for r in rs])  # (runs, M)
+            for m in range(curves.shape[1]):
+                rows.append({"row_group": f"d_T={dim}", "row": label, "column": str(m + 1), "metric": "attention_score",
+                             "mean": float(curves[:, m].mean()), "std": float(curves[:, m].std()),
+                             "n_runs": len(rs), "_records": rs})
+    return rows
+
+
+def _data_label(records: list[dict]) -> str:
+    labels = set()
+    for r in records:
+        d = r["provenance"].get("data", {})
+        if d.get("standin"):
+            labels.add(d.get("label", "synthetic stand-in"))
+        else:
+            labels.add({"generated": "generated (paper's own synthetic task)"}.get(d.get("source"), d.get("source", "unknown")))
+    return "; ".join(sorted(labels))
+
+
+def provenance_summary(records: list[dict]) -> dict:
+    """What a reader needs to trust a cell: commits, dirty flags, devices, versions, time."""
+    prov = [r["provenance"] for r in records]
+    return {
+        "n_runs": len(records),
+        "git_commits": sorted({(p.get("git") or {}).get("commit") or "unknown" for p in prov}),
+        "any_dirty": any((p.get("git") or {}).get("dirty") for p in prov),
+        "devices": sorted({p.get("device", "?") for p in prov}),
+        "torch": sorted({(p.get("packages") or {}).get("torch") or "?" for p in prov}),
+        "hosts": sorted({p.get("host", "?") for p in prov}),
+        "slurm_jobs": sum(1 for p in prov if p.get("slurm_job_id")),
+        "wall_time_s_total": round(sum(p.get("wall_time_s", 0.0) for p in prov), 1),
+        "peak_memory_mb_max": max((p.get("peak_memory_mb", 0.0) for p in prov), default=0.0),
+        "data": _data_label(records),
+        "run_ids": sorted(r["config"]["run_id"] for r in records),
+    }
+
+
+def aggregate_paper(reg: Registry, paper: str, scale: str, results: Path | None = None) -> tuple[pd.DataFrame, dict]:
+    """Aggregate the complete runs of every implemented artifact; missing runs are counted."""
+    results = results or results_dir()
+    frames, provenance = [], {}
+    for art in reg.implemented(paper):
+        runs = reg.artifact_runs(paper, art["id"], scale)
+        records = [rec for run in runs if (rec := load_record(run_dir(run.config, results))) is not None]
+        summary = provenance_summary(records)
+        summary["n_expected"] = len(runs)
+        provenance[art["id"]] = summary
+        if not records:
+            continue
+        rows = AGGREGATORS[art["aggregate"]](records)
+        for row in rows:
+            rs = row.pop("_records")
+            row.update({"paper": paper, "artifact": art["id"], "note": "", "scale": scale, "data": _data_label(rs)})
+        frames.append(pd.DataFrame(rows))
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    return df[COLUMNS], provenance
+
+
+def aggregated_path(paper: str, results: Path | None = None) -> Path:
+    return (results or results_dir()) / "aggregated" / f"{paper}.csv"
+
+
+def write(reg: Registry, paper: str, scale: str, results: Path | None = None) -> Path:
+    df, prov = aggregate_paper(reg, paper, scale, results)
+    path = aggregated_path(paper, results)
+    atomic_write_text(path, df.to_csv(index=False))
+    atomic_write_json(path.with_suffix(".provenance.json"), {"scale": scale, "artifacts": prov})
+    return path
+
+
+def read(paper: str, results: Path | None = None) -> pd.DataFrame:
+    path = aggregated_path(paper, results)
+    if not path.is_file():
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.read_csv(path, dtype={c: str for c in ["paper", "artifact", "row_group", "row", "column", "metric", "note", "scale", "data"]},
+                       keep_default_na=False, na_values={"mean": [""], "std": [""]})

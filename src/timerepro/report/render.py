@@ -1,0 +1,42 @@
+"""Render one paper: every artifact with numbers gets a comparison table, every implemented
+figure its plot. Called by the paper's notebook; writes results/rendered/<paper>.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from timerepro.io import atomic_write_json, atomic_write_text
+from timerepro.paths import results_dir
+from timerepro.registry import Registry
+
+from . import aggregate, figures, published, tables
+
+
+def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = None) -> dict:
+    results = results or results_dir()
+    reproduced = aggregate.read(paper, results)
+    manifest = {"paper": paper, "scale": scale, "artifacts": {}}
+    for art in reg.artifacts(paper):
+        aid = art["id"]
+        entry = {"status": art["status"], "tables": [], "figures": []}
+        rep = reproduced[reproduced["artifact"] == aid]
+        pub = published.load(paper, aid)
+        if art["status"] == "implemented" and not rep.empty:
+            meta = {"scale": scale, "data": "; ".join(sorted(set(rep["data"])))}
+            if art["kind"] == "figure" and art.get("render") in figures.RENDERERS:
+                fig = figures.RENDERERS[art["render"]](rep, meta)
+                paths = figures.save(fig, results / "figures" / paper / aid)
+                entry["figures"] = [str(p.relative_to(results)) for p in paths]
+        if not rep.empty or not pub.empty:
+            table = tables.comparison(pub, rep)
+            stem = results / "tables" / paper / aid
+            md = stem.with_suffix(".md")
+            caption = f"{paper} {aid}: {art['title']}"
+            atomic_write_text(md, f"<!-- {caption} | scale={scale} -->\n" + tables.to_markdown(table))
+            atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption))
+            entry["tables"] = [str(md.relative_to(results)), str(stem.with_suffix(".tex").relative_to(results))]
+            entry["n_published"] = int(len(pub))
+            entry["n_reproduced"] = int(len(rep))
+        manifest["artifacts"][aid] = entry
+    atomic_write_json(results / "rendered" / f"{paper}.json", manifest)
+    return manifest

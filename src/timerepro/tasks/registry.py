@@ -1,0 +1,18 @@
+"""Task families by name. Each entry is 'module:function' and is imported only when used, so
+listing runs or validating params never imports a model library."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+TASKS: dict[str, str] = {
+    "sequence_classification": "timerepro.tasks.sequence_classification:run",
+}
+
+
+def get_task(name: str) -> Callable[[dict, object], dict]:
+    if name not in TASKS:
+        raise KeyError(f"unknown task {name!r}; known: {sorted(TASKS)}")
+    module, func = TASKS[name].split(":")
+    return getattr(importlib.import_module(module), func)
