@@ -31,13 +31,14 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"
 
 
-if Path(workflow.basedir, "workflow/rules/data.smk").is_file():
-
-    include: "workflow/rules/data.smk"
+include: "workflow/rules/data.smk"
 
 
 localrules:
     all,
+    fetch_dataset,
+    prepare_dataset,
+    prepare_standin,
     aggregate,
     notebook,
     claims,

@@ -119,10 +119,25 @@ def cmd_run_all(args) -> int:
 
     from timerepro import runs
 
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing as mp
+
     reg = _registry()
-    todo = reg.runs(_scale(args, reg), paper=args.paper, artifact=args.artifact)
-    for run in tqdm(todo, desc=f"runs ({_scale(args, reg)})", file=sys.stderr):
-        runs.execute(run.config, device=args.device, threads=args.threads, show_progress=False)
+    todo = [r for r in reg.runs(_scale(args, reg), paper=args.paper, artifact=args.artifact) if not runs.is_complete(r.config)]
+    bar = tqdm(total=len(todo), desc=f"runs ({_scale(args, reg)})", file=sys.stderr, disable=args.quiet)
+    if args.jobs <= 1:
+        for run in todo:
+            runs.execute(run.config, device=args.device, threads=args.threads, show_progress=False)
+            bar.update()
+    else:
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(runs.execute, r.config, device=args.device, threads=args.threads or 1,
+                                   show_progress=False) for r in todo]
+            for fut in futures:
+                fut.result()
+                bar.update()
+    bar.close()
+    print(f"{len(todo)} runs executed", file=sys.stderr)
     return 0
 
 
@@ -254,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--paper")
             p.add_argument("--artifact")
+            p.add_argument("--jobs", type=int, default=1, help="runs in parallel, one process each (default 1)")
         p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
         p.add_argument("--threads", type=int, help="torch threads (default: the run's cpus resource)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -1,0 +1,176 @@
+"""`timerepro data ...`: list, fetch, pin, prepare, verify datasets (also `python -m timerepro.data.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+from timerepro.data import prepare as prep
+from timerepro.data.fetch import DownloadError, cache_path, fetch_file, fetch_json, head_headers
+from timerepro.data.lock import LockError, load_lock, write_pins
+from timerepro.data.standins import SCALES
+
+
+
+def add_subcommands(subparsers) -> argparse.ArgumentParser:
+    """Add the `data` command and its subcommands to an argparse subparsers object."""
+    data = subparsers.add_parser("data", help="datasets: list, fetch, pin, prepare, verify",
+                                 description="Download, verify and preprocess the datasets of the five papers. "
+                                             "URLs and hashes live only in params/datasets.lock.yaml.")
+    data.add_argument("--data-dir", default=None, help="data cache (default: TIMEREPRO_DATA or <project>/data)")
+    data.add_argument("--lock", default=None, help="lock file (default: params/datasets.lock.yaml)")
+    sub = data.add_subparsers(dest="data_command", required=True)
+
+    p = sub.add_parser("list", help="datasets, families, pinned or not, cached or not",
+                       description="One line per dataset: family, status, pinned files, cached files, processed.")
+    p.add_argument("--family", choices=["ctdg", "tpp", "series", "time2vec"], help="only this family")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("fetch", help="download and verify a dataset's files into the cache",
+                       description="Download every file of NAME (or of all obtainable datasets with --all), "
+                                   "verify sha256/md5 and keep them under <data>/raw/NAME/.")
+    p.add_argument("name", nargs="?", help="dataset name from the lock")
+    p.add_argument("--all", action="store_true", help="every dataset that has direct URLs")
+    p.add_argument("--require-pinned", action="store_true", help="refuse files without sha256 (paper scale)")
+    p.set_defaults(func=_cmd_fetch)
+
+    p = sub.add_parser("pin", help="download once and write sha256/size/md5 (and HF commit) into the lock",
+                       description="Trust on first use: download NAME, check any published md5, and record the "
+                                   "sha256, size and revision in the lock atomically (comments kept).")
+    p.add_argument("name", help="dataset name from the lock")
+    p.set_defaults(func=_cmd_pin)
+
+    p = sub.add_parser("prepare", help="fetch + extract + preprocess into <data>/processed/NAME/ (or a stand-in)",
+                       description="Make the processed dataset with its manifest.json. With --standin, generate a "
+                                   "synthetic stand-in in the upstream format instead of downloading.")
+    p.add_argument("name", help="dataset name from the lock")
+    p.add_argument("--standin", choices=SCALES, help="synthetic stand-in of this scale (no network)")
+    p.add_argument("--require-pinned", action="store_true", help="refuse unpinned files (paper scale)")
+    p.add_argument("--force", action="store_true", help="redo even if the manifest is up to date")
+    p.add_argument("--seed", type=int, default=0, help="stand-in seed")
+    p.set_defaults(func=_cmd_prepare)
+
+    p = sub.add_parser("verify", help="re-hash cached files against the lock",
+                       description="Exit 1 when a cached file is missing, unpinned or differs from the lock.")
+    p.add_argument("name", nargs="?", help="dataset name (default: every cached dataset)")
+    p.set_defaults(func=_cmd_verify)
+    return data
+
+
+def _lock(args):
+    return load_lock(args.lock)
+
+
+def _cmd_list(args) -> int:
+    lock = _lock(args)
+    print(f"{'dataset':17s} {'family':9s} {'status':13s} {'pinned':7s} {'cached':7s} processed")
+    for name, ds in lock.datasets.items():
+        if args.family and ds.family != args.family:
+            continue
+        n = len(ds.files)
+        pinned = sum(f.pinned for f in ds.files)
+        cached = sum(cache_path(f, args.data_dir).exists() for f in ds.files)
+        done = [s or "real" for s in (None, *SCALES)
+                if (prep.processed_path(name, s, args.data_dir) / "manifest.json").exists()]
+        print(f"{name:17s} {ds.family:9s} {ds.status:13s} {pinned}/{n:<5d} {cached}/{n:<5d} {','.join(done) or '-'}")
+    return 0
+
+
+def _cmd_fetch(args) -> int:
+    lock = _lock(args)
+    if args.all:
+        names = [n for n, d in lock.datasets.items() if d.status == "ok"]
+    elif args.name:
+        names = [args.name]
+    else:
+        raise SystemExit("give a dataset NAME or --all")
+    failed = 0
+    for name in names:
+        try:
+            for r in prep.fetch_dataset(name, lock=lock, data_root=args.data_dir, require_pinned=args.require_pinned):
+                print(f"{name}: {r.path} sha256={r.sha256}")
+        except (DownloadError, LockError) as exc:
+            failed += 1
+            print(f"{name}: {exc}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def pin_dataset(name: str, *, lock_path=None, data_root=None, mirrors=None) -> dict[str, dict]:
+    """Download every file of `name` (as pinned or not), then write sha256/size/md5/commit into the lock."""
+    lock = load_lock(lock_path)
+    ds = lock.get(name)
+    mirrors = {**lock.mirrors, **(mirrors or {})}
+    pins: dict[str, dict] = {}
+    zenodo_cache: dict[str, dict] = {}
+    for f in ds.files:
+        rev = dict(f.revision or {})
+        commit = rev.get("commit")
+        if rev.get("host") == "huggingface" and not commit:
+            commit = head_headers(f.resolved_urls()[0], mirrors).get("x-repo-commit")
+            if commit:
+                rev["commit"] = commit
+        published_md5 = f.md5
+        if rev.get("host") == "zenodo":
+            record = str(rev["record"])
+            if record not in zenodo_cache:
+                meta = fetch_json(lock.apis["zenodo_record"].format(record=record), mirrors)
+                zenodo_cache[record] = {x["key"]: x for x in meta.get("files", [])}
+            info = zenodo_cache[record].get(f.name)
+            if info and str(info.get("checksum", "")).startswith("md5:"):
+                published_md5 = info["checksum"][4:]
+        entry = dataclasses.replace(f, revision=rev or None, md5=published_md5)
+        result = fetch_file(entry, data_root=data_root, mirrors=mirrors, bundles=lock.bundles)
+        pins[f.name] = {"sha256": result.sha256, "size": result.size, "md5": result.md5 if (published_md5 or f.md5) else None,
+                        "commit": commit}
+    write_pins(lock.path, ds.name, pins)
+    return pins
+
+
+def _cmd_pin(args) -> int:
+    pins = pin_dataset(args.name, lock_path=args.lock, data_root=args.data_dir)
+    for name, p in pins.items():
+        print(f"{args.name}/{name}: sha256={p['sha256']} size={p['size']}" + (f" commit={p['commit']}" if p.get("commit") else ""))
+    return 0
+
+
+def _cmd_prepare(args) -> int:
+    out = prep.prepare(args.name, standin=args.standin, lock=_lock(args), data_root=args.data_dir,
+                       require_pinned=args.require_pinned, force=args.force, seed=args.seed)
+    print(out / "manifest.json")
+    return 0
+
+
+def _cmd_verify(args) -> int:
+    lock = _lock(args)
+    names = [args.name] if args.name else [n for n, d in lock.datasets.items()
+                                           if any(cache_path(f, args.data_dir).exists() for f in d.files)]
+    bad = 0
+    for name in names:
+        problems = prep.verify_dataset(name, lock=lock, data_root=args.data_dir)
+        for p in problems:
+            print(f"{name}: {p}")
+        if not problems:
+            print(f"{name}: ok")
+        bad += bool(problems)
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m timerepro.data.commands")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_subcommands(sub)
+    args = parser.parse_args(argv)
+    if args.data_dir:
+        os.environ["TIMEREPRO_DATA"] = str(Path(args.data_dir).resolve())
+    try:
+        return int(args.func(args) or 0)
+    except (DownloadError, LockError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Dataset-statistics artifacts computed from processed data, in published_values.csv's long format.
+
+linear_time table3 (graph statistics) and table5 (UCI waiting times), dyg_mamba table6 (graph
+statistics), hawkes_attention table1 (MTPP statistics). Pure functions: data in, DataFrame out.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from timerepro.data.ctdg import CTDGData, split_times
+from timerepro.data.lock import Lock, load_lock
+from timerepro.data.tpp import TPPData
+
+COLUMNS = ["paper", "artifact", "row_group", "row", "column", "metric", "mean", "std", "note"]
+UNIT_SECONDS = {"day": 86400.0, "month": 30 * 86400.0, "year": 365 * 86400.0}
+UNIT_PLURAL = {"day": "days", "month": "months", "year": "years", "congress": "congresses"}
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df["mean"] = pd.to_numeric(df["mean"], errors="coerce")
+    df["std"] = pd.to_numeric(df["std"], errors="coerce")
+    df["note"] = df["note"].fillna("")
+    return df
+
+
+def graph_counts(g: CTDGData) -> dict:
+    """Distinct nodes, all edges, distinct directed (u, i) pairs, distinct timestamps, bipartiteness."""
+    pairs = np.unique(np.stack([g.src, g.dst], 1), axis=0) if len(g.src) else np.zeros((0, 2))
+    return {
+        "n_nodes": int(len(np.union1d(g.src, g.dst))),
+        "n_edges_total": int(len(g.src)),
+        "n_edges_unique": int(len(pairs)),
+        "n_unique_timestamps": int(len(np.unique(g.ts))),
+        "bipartite": bool(len(np.intersect1d(g.src, g.dst)) == 0),
+    }
+
+
+def duration(g: CTDGData, options: Mapping) -> tuple[float, str]:
+    """Time span in the dataset's unit: seconds / unit for Unix clocks; last - first + 1 for integer-step clocks."""
+    unit = options.get("duration_unit", "day")
+    if len(g.ts) == 0:
+        return 0.0, UNIT_PLURAL.get(unit, unit)
+    if options.get("clock", "unix") == "steps":  # integer steps 0..n-1 (years, congresses): n steps
+        return float(g.ts.max() - g.ts.min() + 1), UNIT_PLURAL.get(unit, unit)
+    return float((g.ts.max() - g.ts.min()) / UNIT_SECONDS[unit]), UNIT_PLURAL.get(unit, unit)
+
+
+def _row(paper, artifact, group, row, column, metric, mean=None, note=""):
+    return {"paper": paper, "artifact": artifact, "row_group": group, "row": row, "column": column, "metric": metric,
+            "mean": mean, "std": None, "note": note}
+
+
+def linear_time_table3(graphs: Mapping[str, CTDGData], lock: Lock | None = None) -> pd.DataFrame:
+    """Nodes, total/unique edges, unique timestamps, duration; keys of `graphs` are lock dataset names."""
+    lock = lock or load_lock()
+    rows = []
+    cols = [("# Nodes", "n_nodes"), ("Total # Edges", "n_edges_total"), ("Unique # Edges", "n_edges_unique"),
+            ("Unique # Steps", "n_unique_timestamps")]
+    for name, g in graphs.items():
+        ds = lock.get(name)
+        row = ds.display_name("linear_time")
+        c = graph_counts(g)
+        for col, metric in cols:
+            rows.append(_row("linear_time", "table3", "dataset_stats", row, col, metric, c[metric]))
+        value, unit = duration(g, ds.options)
+        rows.append(_row("linear_time", "table3", "dataset_stats", row, "Duration", "duration", value,
+                         f"duration {value:.4g} {unit}; time granularity {ds.options.get('time_granularity')}"))
+    return _frame(rows)
+
+
+def waiting_times(g: CTDGData) -> tuple[np.ndarray, np.ndarray]:
+    """Per edge: time since the source's / destination's previous interaction (any role), NaN at first appearance.
+
+    "Previous" follows edge order, so simultaneous edges give 0; the history spans all splits.
+    """
+    E = len(g.src)
+    nodes = np.concatenate([g.src, g.dst])
+    k = np.concatenate([np.arange(E), np.arange(E)])
+    role = np.concatenate([np.zeros(E, int), np.ones(E, int)])
+    order = np.lexsort((role, k, nodes))  # by node, then edge order
+    n_sorted, t_sorted = nodes[order], g.ts[k[order]]
+    same = n_sorted[1:] == n_sorted[:-1]
+    wait = np.full(2 * E, np.nan)
+    wait[order[1:][same]] = t_sorted[1:][same] - t_sorted[:-1][same]
+    return wait[:E], wait[E:]
+
+
+def linear_time_table5(g: CTDGData, val_ratio: float = 0.15, test_ratio: float = 0.15,
+                       dataset_label: str = "UCI") -> pd.DataFrame:
+    """UCI waiting times in minutes (mean, median) per split (DyGLib time quantiles) and node role."""
+    src_wait, dst_wait = waiting_times(g)
+    val_time, test_time = split_times(g.ts, val_ratio, test_ratio)
+    masks = {"Train": g.ts <= val_time, "Validation": (g.ts > val_time) & (g.ts <= test_time), "Test": g.ts > test_time}
+    rows = []
+    for group, wait in (("Source node", src_wait), ("Destination node", dst_wait)):
+        for split, mask in masks.items():
+            w = wait[mask]
+            w = w[~np.isnan(w)] / 60.0
+            mean = float(w.mean()) if len(w) else None
+            median = float(np.median(w)) if len(w) else None
+            rows.append(_row("linear_time", "table5", group, split, "Average", "waiting_time_minutes_mean", mean, dataset_label))
+            rows.append(_row("linear_time", "table5", group, split, "Median", "waiting_time_minutes_median", median, dataset_label))
+    return _frame(rows)
+
+
+def dyg_mamba_table6(graphs: Mapping[str, CTDGData], lock: Lock | None = None) -> pd.DataFrame:
+    """Domain, #nodes, #edges, bipartite, duration, unique steps, time granularity (text values in `note`)."""
+    lock = lock or load_lock()
+    rows = []
+    for name, g in graphs.items():
+        ds = lock.get(name)
+        row = ds.display_name("dyg_mamba")
+        c = graph_counts(g)
+        value, unit = duration(g, ds.options)
+        r = lambda metric, mean=None, note="": rows.append(_row("dyg_mamba", "table6", "dataset_stats", row, "stat", metric, mean, note))
+        r("domain", note=f"value: {ds.options.get('domain')} (from the lock, not computed)")
+        r("num_nodes", c["n_nodes"])
+        r("total_edges", c["n_edges_total"])
+        r("bipartite", note=f"value: {c['bipartite']}")
+        r("duration", value, f"value: {value:.3g} {unit}")
+        r("unique_steps", c["n_unique_timestamps"])
+        r("time_granularity", note=f"value: {ds.options.get('time_granularity')} (from the lock, not computed)")
+    return _frame(rows)
+
+
+def hawkes_attention_table1(datasets: Mapping[str, TPPData], lock: Lock | None = None) -> pd.DataFrame:
+    """K, event tokens per split, min/mean/max sequence length over all splits."""
+    lock = lock or load_lock()
+    rows = []
+    split_names = {"train": ("event tokens Train", "event_tokens_train"), "dev": ("event tokens Valid", "event_tokens_valid"),
+                   "test": ("event tokens Test", "event_tokens_test")}
+    for name, d in datasets.items():
+        row = lock.get(name).display_name("hawkes_attention")
+        r = lambda col, metric, mean: rows.append(_row("hawkes_attention", "table1", "dataset_stats", row, col, metric, mean))
+        r("K", "n_event_types", d.dim_process)
+        for split, (col, metric) in split_names.items():
+            r(col, metric, int(d.splits[split].lengths.sum()) if split in d.splits else None)
+        lengths = np.concatenate([s.lengths for s in d.splits.values()])
+        r("seq length Min", "seq_length_min", int(lengths.min()))
+        r("seq length Mean", "seq_length_mean", float(lengths.mean()))
+        r("seq length Max", "seq_length_max", int(lengths.max()))
+    return _frame(rows)

@@ -1,0 +1,47 @@
+"""Claim rules on hand-made aggregated rows: holds, fails, cannot be evaluated."""
+
+import pandas as pd
+
+from timerepro.report import claims
+
+
+def fig2(linear, others):
+    rows = []
+    for panel in ("1-layer full attention", "1-layer autoregressive"):
+        for enc, acc in [("Linear", linear)] + list(others.items()):
+            for d, bonus in ((2, 0.0), (8, 0.1)):
+                rows.append({"artifact": "fig2", "metric": "test_accuracy", "row_group": panel, "row": enc,
+                             "column": str(d), "mean": acc + bonus})
+    return pd.DataFrame(rows)
+
+
+def test_c17_holds_and_fails():
+    assert claims.linear_not_worse_at_min_dim(fig2(0.9, {"Sinusoidal": 0.8, "Sine-cosine": 0.85}))[0] == claims.HOLDS
+    verdict, detail = claims.linear_not_worse_at_min_dim(fig2(0.7, {"Sinusoidal": 0.8, "Sine-cosine": 0.6}))
+    assert verdict == claims.FAILS and "NOT" in detail
+    assert claims.linear_not_worse_at_min_dim(pd.DataFrame(columns=["artifact", "metric"]))[0] == claims.PENDING
+
+
+def fig3(learned2, learned8, true):
+    rows = []
+    for grp, learned in (("d_T=2", learned2), ("d_T=8", learned8)):
+        for row, curve in (("Learned (linear)", learned), ("True", true)):
+            for m, v in enumerate(curve, 1):
+                rows.append({"artifact": "fig3", "metric": "attention_score", "row_group": grp, "row": row,
+                             "column": str(m), "mean": v})
+    return pd.DataFrame(rows)
+
+
+def test_c18_uses_l1_distance_and_monotonicity():
+    true = [0.1, 0.2, 0.3, 0.4]
+    assert claims.attention_closer_at_larger_dim(fig3([0.22, 0.24, 0.26, 0.28], [0.12, 0.19, 0.31, 0.38], true))[0] == claims.HOLDS
+    assert claims.attention_closer_at_larger_dim(fig3([0.12, 0.19, 0.31, 0.38], [0.22, 0.24, 0.26, 0.28], true))[0] == claims.FAILS
+    assert claims.attention_closer_at_larger_dim(fig3([0.3, 0.2, 0.3, 0.2], [0.1, 0.2, 0.3, 0.4], true))[0] == claims.FAILS
+
+
+def test_every_registered_rule_is_named_by_some_claim():
+    from timerepro import registry
+
+    reg = registry.load()
+    named = {c.get("rule") for p in reg.papers.values() for c in p["claims"]}
+    assert set(claims.RULES) <= named
