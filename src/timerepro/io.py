@@ -9,8 +9,12 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write to a temporary file in the same folder, fsync, then rename over `path`."""
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, durable: bool = True) -> Path:
+    """Write to a temporary file in the same folder, fsync, then rename over `path`.
+
+    `durable=False` skips the fsync: still all-or-nothing if the process dies, but not across a
+    power cut; for files rewritten every epoch (checkpoints, history).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -18,7 +22,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -27,12 +32,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: str | os.PathLike, text: str, *, durable: bool = True) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
-def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, durable: bool = True) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n", durable=durable)
 
 
 def _jsonable(obj: Any) -> Any:

@@ -45,7 +45,7 @@ class RunContext:
 
         buf = io.BytesIO()
         torch.save(state, buf)
-        atomic_write_bytes(self.checkpoint_path, buf.getvalue())
+        atomic_write_bytes(self.checkpoint_path, buf.getvalue(), durable=False)
 
     def load_checkpoint(self) -> dict | None:
         if not self.checkpoint_path.is_file():
@@ -53,7 +53,7 @@ class RunContext:
         return torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
 
     def write_history(self, history: list[dict]) -> None:
-        atomic_write_json(self.dir / "history.json", history)
+        atomic_write_json(self.dir / "history.json", history, durable=False)
 
     def write_artifact(self, name: str, obj) -> Path:
         return atomic_write_json(self.dir / name, obj)

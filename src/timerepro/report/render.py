@@ -16,6 +16,8 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
     results = results or results_dir()
     reproduced = aggregate.read(paper, results)
     manifest = {"paper": paper, "scale": scale, "artifacts": {}}
+    for kind in ("tables", "figures"):  # declared outputs of the DVC stage, even when empty
+        (results / kind / paper).mkdir(parents=True, exist_ok=True)
     for art in reg.artifacts(paper):
         aid = art["id"]
         entry = {"status": art["status"], "tables": [], "figures": []}

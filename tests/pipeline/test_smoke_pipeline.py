@@ -1,0 +1,107 @@
+"""The smoke scale end to end through Snakemake and papermill, and what the outputs promise."""
+
+import json
+import re
+import shutil
+
+import nbformat
+import pandas as pd
+import pytest
+
+from timerepro import registry
+from timerepro.report import aggregate, html, render, tables
+
+from .conftest import snakemake
+
+pytestmark = pytest.mark.pipeline
+
+
+def test_every_stage_produced_its_outputs(smoke_results):
+    reg = registry.load()
+    runs = reg.runs("smoke")
+    for run in runs:
+        assert (smoke_results / "runs" / run.paper / run.run_id / "metrics.json").is_file()
+    df = aggregate.read("linear_time", smoke_results)
+    assert set(df["artifact"]) == {"fig2", "fig3"}
+    assert set(df["scale"]) == {"smoke"} and (df["n_runs"] == 2).all()
+    assert "generated" in df["data"].iloc[0]
+    for paper in registry.PAPERS:
+        nb = nbformat.read(smoke_results / "notebooks" / f"{paper}.ipynb", as_version=4)
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+        assert outputs and not [o for o in outputs if o.get("output_type") == "error"]
+        assert nb.metadata["papermill"]["parameters"]["scale"] == "smoke"
+    for ext in ("png", "pdf"):
+        assert (smoke_results / "figures" / "linear_time" / f"fig2.{ext}").stat().st_size > 1000
+        assert (smoke_results / "figures" / "linear_time" / f"fig3.{ext}").stat().st_size > 1000
+    claims = json.loads((smoke_results / "claims.json").read_text())
+    assert len(claims) == sum(len(p["claims"]) for p in reg.papers.values())
+    assert {c["verdict"] for c in claims if c["id"] in ("c17", "c18") and c["paper"] == "linear_time"} <= {"holds", "fails"}
+
+
+def test_report_shows_all_76_artifacts_two_regenerated(smoke_results):
+    page = (smoke_results / "report" / "index.html").read_text()
+    assert page.count("<div class='art'") == 76
+    assert "<tr><th>artifacts</th><td>76</td></tr>" in page
+    assert "<tr><th>regenerated</th><td>2</td></tr>" in page
+    assert page.count("class='badge regenerated'") == 2
+    assert "../figures/linear_time/fig2.png" in page and "scale <b>smoke</b>" in page
+
+
+def test_rerun_does_no_work(smoke_results):
+    proc = snakemake("scale=smoke", "-n", results=smoke_results)
+    assert proc.returncode == 0
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_paper_scale_dry_run_lists_every_run(tmp_path):
+    proc = snakemake("scale=paper", "-n", results=tmp_path / "r")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, flags=re.M))
+    assert int(counts["train"]) == len(registry.load().runs("paper")) == 480
+
+
+def _reproduced_cells(md: str) -> list[str]:
+    lines = [l for l in md.splitlines() if l.startswith("|")]
+    head = [h.strip() for h in lines[0].strip("|").split("|")]
+    cols = [i for i, h in enumerate(head) if h.endswith("(reproduced)")]
+    return [[c.strip() for c in l.strip("|").split("|")][i] for l in lines[2:] for i in cols]
+
+
+def test_reproduced_cells_come_only_from_aggregates(smoke_results):
+    df = aggregate.read("linear_time", smoke_results)
+    allowed = {tables._fmt(m, s) for m, s in zip(df["mean"], df["std"])} | {""}
+    for md in (smoke_results / "tables").rglob("*.md"):
+        cells = _reproduced_cells(md.read_text())
+        assert set(cells) <= allowed, md
+        if md.parent.name != "linear_time" or md.stem not in ("fig2", "fig3"):
+            assert "(reproduced)" not in md.read_text(), f"{md}: reproduced column without runs"
+
+
+def test_published_number_never_lands_in_a_reproduced_cell(smoke_results):
+    rep = aggregate.read("linear_time", smoke_results)
+    rep = rep[rep["artifact"] == "fig2"]
+    target = rep.iloc[0]
+    pub = pd.DataFrame([{**{k: target[k] for k in ("paper", "artifact", "row_group", "row", "column", "metric")},
+                         "mean": 12345.678, "std": 0.5, "note": ""}])
+    table = tables.comparison(pub, rep)
+    row = table.loc[(target["row_group"], target["row"], target["metric"])]
+    assert row[(target["column"], "published")] == "12345.68 ± 0.50"
+    assert row[(target["column"], "reproduced")] == tables._fmt(target["mean"], target["std"])
+    cells = _reproduced_cells(tables.to_markdown(table))
+    assert not any("12345" in c for c in cells)
+
+
+def test_deleting_run_records_empties_reproduced_cells(smoke_results, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(smoke_results, results)
+    shutil.rmtree(results / "runs")
+    reg = registry.load()
+    aggregate.write(reg, "linear_time", "smoke", results)
+    assert aggregate.read("linear_time", results).empty
+    manifest = render.render_paper(reg, "linear_time", "smoke", results)
+    assert manifest["artifacts"]["fig2"]["figures"] == []
+    for md in (results / "tables" / "linear_time").glob("*.md"):
+        if md.stem in manifest["artifacts"] and manifest["artifacts"][md.stem]["tables"]:
+            assert "(reproduced)" not in md.read_text()
+    page = html.build(reg, "smoke", results).read_text()
+    assert "<tr><th>regenerated</th><td>0</td></tr>" in page
