@@ -92,13 +92,16 @@ class Registry:
                 where = f"experiments.{name}"
                 if exp["task"] not in TASKS:
                     raise ConfigError(path, f"{where}.task", f"unknown task {exp['task']!r}; known: {sorted(TASKS)}")
-                if exp["model"] not in self.models:
-                    raise ConfigError(path, f"{where}.model", f"unknown model {exp['model']!r}; known: {sorted(self.models)}")
-                if self.models[exp["model"]]["task"] != exp["task"]:
-                    raise ConfigError(path, f"{where}.model", f"model {exp['model']!r} serves task {self.models[exp['model']]['task']!r}, not {exp['task']!r}")
-                if exp["dataset"] not in self.datasets and exp["dataset"] not in self._locked_datasets:
-                    raise ConfigError(path, f"{where}.dataset", f"unknown dataset {exp['dataset']!r}; known: {sorted(self.datasets) + sorted(self._locked_datasets)}")
-                self._check_values(path, where, exp, exp["dataset"])
+                if "model" in exp:
+                    if exp["model"] not in self.models:
+                        raise ConfigError(path, f"{where}.model", f"unknown model {exp['model']!r}; known: {sorted(self.models)}")
+                    if self.models[exp["model"]]["task"] != exp["task"]:
+                        raise ConfigError(path, f"{where}.model", f"model {exp['model']!r} serves task {self.models[exp['model']]['task']!r}, not {exp['task']!r}")
+                names = [("dataset", exp["dataset"])] if "dataset" in exp else [(f"datasets[{i}]", d) for i, d in enumerate(exp["datasets"])]
+                for key, name in names:
+                    if name not in self.datasets and name not in self._locked_datasets:
+                        raise ConfigError(path, f"{where}.{key}", f"unknown dataset {name!r}; known: {sorted(self.datasets) + sorted(self._locked_datasets)}")
+                self._check_values(path, where, exp, exp.get("dataset"))
             ids = set()
             for i, art in enumerate(doc["artifacts"]):
                 if art["id"] in ids:
@@ -118,7 +121,7 @@ class Registry:
                 if paper not in self.papers or exp not in self.papers[paper]["experiments"]:
                     raise ConfigError(self.root / "scales.yaml", where, f"unknown experiment {key!r}")
                 base = self.papers[paper]["experiments"][exp]
-                self._check_values(self.root / "scales.yaml", where, {"task": base["task"], **override}, base["dataset"])
+                self._check_values(self.root / "scales.yaml", where, {"task": base["task"], **override}, base.get("dataset"))
 
     @cached_property
     def _locked_datasets(self) -> set[str]:
@@ -129,7 +132,7 @@ class Registry:
         entries = doc.get("datasets", doc) if isinstance(doc, dict) else {}
         return set(entries) if isinstance(entries, dict) else set()
 
-    def _check_values(self, path: Path, where: str, exp: dict, dataset: str) -> None:
+    def _check_values(self, path: Path, where: str, exp: dict, dataset: str | None) -> None:
         """Every fixed and grid value must be a declared parameter of the task, of its type; every
         `data` key must be a setting of the dataset."""
         known_data = self.datasets.get(dataset, {}).get("config", {})
@@ -162,8 +165,8 @@ class Registry:
         exp = self.papers[paper]["experiments"][experiment]
         over = self._scale(scale)["experiments"].get(f"{paper}/{experiment}", {})
         task = self.tasks[exp["task"]]
-        model = self.models[exp["model"]]
-        data = copy.deepcopy(self.datasets.get(exp["dataset"], {}).get("config", {}))
+        model = self.models.get(exp.get("model"), {"defaults": {}})
+        data = copy.deepcopy(self.datasets.get(exp.get("dataset"), {}).get("config", {}))
         data.update(exp.get("data", {}))
         data.update(over.get("data", {}))
         grid = dict(exp.get("grid", {}))
@@ -177,18 +180,20 @@ class Registry:
         runs = []
         for point in itertools.product(*(grid[a] for a in axes)):
             for seed in range(seeds):
+                identity = {k: exp[k] for k in ("model", "dataset", "datasets") if k in exp}
+                if task.get("uses_downloads"):
+                    identity["standin"] = self._scale(scale)["standin"]
                 config = {
                     "paper": paper,
                     "experiment": experiment,
                     "task": exp["task"],
-                    "model": exp["model"],
-                    "dataset": exp["dataset"],
+                    **identity,
                     **task["defaults"],
                     **model["defaults"],
                     **exp.get("fixed", {}),
                     **dict(zip(axes, point)),
                     **over.get("fixed", {}),
-                    "data": data,
+                    **({"data": data} if data else {}),
                     "seed": seed,
                 }
                 rid = run_id(config)

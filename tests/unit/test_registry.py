@@ -30,11 +30,12 @@ def test_synthetic_grid_is_480_runs_at_offline_and_paper_scale(reg):
     fig3 = reg.artifact_runs("linear_time", "fig3", "offline")
     assert len(fig3) == 20 and {r.run_id for r in fig3} <= {r.run_id for r in reg.runs("offline")}
     # the synthetic task is at paper scale in the offline default: same configs, same ids
-    assert {r.run_id for r in reg.runs("offline")} == {r.run_id for r in reg.runs("paper")}
+    synth = lambda scale: {r.run_id for r in reg.runs(scale, paper="linear_time") if r.experiment == "synthetic_seqcls"}
+    assert synth("offline") == synth("paper")
 
 
 def test_run_id_is_a_stable_hash_of_the_resolved_config(reg):
-    run = reg.runs("smoke")[0]
+    run = reg.runs("smoke", artifact="fig2")[0]
     cfg = {k: v for k, v in run.config.items() if k != "run_id"}
     assert registry.run_id(cfg) == run.run_id
     assert registry.run_id(dict(reversed(list(cfg.items())))) == run.run_id  # key order irrelevant
@@ -42,8 +43,14 @@ def test_run_id_is_a_stable_hash_of_the_resolved_config(reg):
     assert [r.run_id for r in registry.load().runs("smoke")] == [r.run_id for r in reg.runs("smoke")]
 
 
+def test_downloaded_data_follow_the_scale_standin(reg):
+    by_scale = {s: [r for r in reg.runs(s, paper="linear_time", artifact="table3")] for s in ("smoke", "offline", "paper")}
+    assert [r.config["standin"] for s in by_scale for r in by_scale[s]] == ["smoke", "offline", None]
+    assert by_scale["smoke"][0].config["datasets"] == ["uci", "wikipedia", "enron", "reddit", "lastfm", "uslegis"]
+
+
 def test_resolution_order(reg):
-    run = reg.runs("smoke")[0]
+    run = reg.runs("smoke", artifact="fig2")[0]
     assert run.config["max_epochs"] == 3  # scale `fixed` beats task defaults (500)
     assert run.config["lr"] == 0.001  # task default
     assert run.config["data"]["n_sequences"] == 200 and run.config["data"]["decay"] == 0.003
@@ -55,8 +62,9 @@ def test_jobs_group_seeds_and_cover_every_run(reg):
         jobs = reg.jobs(scale)
         ids = [r.run_id for j in jobs for r in j.runs]
         assert sorted(ids) == sorted(r.run_id for r in reg.runs(scale))
-    assert len(reg.jobs("paper")) == 480  # one SLURM job per run at paper scale
-    assert len(reg.jobs("offline")) == 48
+    assert len(reg.jobs("paper")) == len(reg.runs("paper"))  # one SLURM job per run at paper scale
+    synthetic_jobs = [j for j in reg.jobs("offline") if j.runs[0].experiment == "synthetic_seqcls"]
+    assert len(synthetic_jobs) == 48 and all(len(j.runs) == 10 for j in synthetic_jobs)
     job = reg.jobs("offline")[0]
     assert job.resources["runtime"] == 30 * len(job.runs)
 

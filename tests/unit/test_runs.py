@@ -10,7 +10,7 @@ from timerepro import registry, runs
 @pytest.fixture
 def config():
     reg = registry.load()
-    run = reg.runs("smoke")[0]
+    run = reg.runs("smoke", artifact="fig2")[0]
     cfg = dict(run.config)
     cfg.update(max_epochs=6, patience=6)  # long enough to be killed midway
     cfg["run_id"] = registry.run_id({k: v for k, v in cfg.items() if k != "run_id"})

@@ -17,7 +17,7 @@ def test_published_and_reproduced_in_labelled_columns_with_delta():
     t = tables.comparison(pub, rep)
     assert list(t.columns) == [("UCI", "published"), ("UCI", "reproduced"), ("UCI", tables.DELTA),
                                ("Enron", "published"), ("Enron", "reproduced"), ("Enron", tables.DELTA)]
-    row = t.loc[("TGAT", "Linear", "AP")]
+    row = t.loc[("TGAT", "Linear")]
     assert row[("UCI", "published")] == "95.41 ± 0.06"
     assert row[("UCI", "reproduced")] == "90.00 ± 1.00"
     assert row[("UCI", tables.DELTA)] == "-5.41"
@@ -28,6 +28,12 @@ def test_without_reproduction_there_is_no_reproduced_column():
     t = tables.comparison(frame([("Linear", "UCI", 95.41, 0.06)]), frame([]).reindex(columns=list(KEY) + ["row", "column", "mean", "std"]))
     assert {s for _, s in t.columns} == {"published"}
     assert "95.41" in tables.to_markdown(t) and "(published)" in tables.to_markdown(t)
+
+
+def test_counts_print_as_integers_and_metric_joins_row_only_when_needed():
+    assert tables._fmt(1899.0, 0.0) == "1899" and tables._fmt(0.25, 0.01) == "0.25 ± 0.01"
+    pub = pd.concat([frame([("Linear", "UCI", 95.4, 0.1)]), frame([("Linear", "UCI", 3.0, None)]).assign(metric="wins")])
+    assert tables.comparison(pub, pub.iloc[:0]).index.nlevels == 3
 
 
 def test_numeric_columns_sorted_numerically():

@@ -74,6 +74,17 @@ def seqcls_attention(records: list[dict]) -> list[dict]:
     return rows
 
 
+@aggregator("statistics_rows")
+def statistics_rows(records: list[dict]) -> list[dict]:
+    """Dataset statistics: the rows one run computed, already in the published layout."""
+    rows = []
+    for r in records:
+        for row in r["rows"]:
+            rows.append({k: row[k] for k in ("row_group", "row", "column", "metric", "mean")}
+                        | {"std": 0.0, "n_runs": 1, "_records": [r]})
+    return rows
+
+
 def _data_label(records: list[dict]) -> str:
     labels = set()
     for r in records:

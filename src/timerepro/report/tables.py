@@ -18,6 +18,9 @@ PUBLISHED, REPRODUCED, DELTA = "published", "reproduced", "delta (repro - pub)"
 def _fmt(mean, std=None, digits: int = 4) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return ""
+    no_std = std is None or (isinstance(std, float) and math.isnan(std)) or std == 0
+    if no_std and float(mean).is_integer() and abs(mean) >= 1:
+        return str(int(mean))  # counts: 1899, not 1899.00
     text = f"{mean:.{digits}g}" if abs(mean) < 1 else f"{mean:.2f}"
     if std is not None and not (isinstance(std, float) and math.isnan(std)) and std != 0:
         text += f" ± {std:.2g}" if abs(std) < 1 else f" ± {std:.2f}"
@@ -41,9 +44,13 @@ def comparison(published: pd.DataFrame, reproduced: pd.DataFrame) -> pd.DataFram
     if both.empty:
         return pd.DataFrame()
     both["cell"] = [_fmt(m, s) for m, s in zip(both["mean"], both["std"])]
-    index = ["row_group", "row", "metric"]
+    # the metric joins the row label only where one (row, column) cell carries several metrics
+    several = both.groupby(["row_group", "row", "column"])["metric"].nunique().max() > 1
+    index = ["row_group", "row", "metric"] if several else ["row_group", "row"]
     cells = both.pivot_table(index=index, columns=["column", "source"], values="cell", aggfunc="first", sort=False)
-    means = both.pivot_table(index=index, columns=["column", "source"], values="mean", aggfunc="first", sort=False)
+    # (rows whose means are all missing drop out of this pivot: reindex onto the cells' rows)
+    means = both.pivot_table(index=index, columns=["column", "source"], values="mean", aggfunc="first",
+                             sort=False).reindex(cells.index)
     has_rep, has_pub = not reproduced.empty, not published.empty
     cols = []
     for col in _order(both["column"]):

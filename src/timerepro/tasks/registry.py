@@ -8,6 +8,7 @@ from typing import Callable
 
 TASKS: dict[str, str] = {
     "sequence_classification": "timerepro.tasks.sequence_classification:run",
+    "dataset_statistics": "timerepro.tasks.dataset_statistics:run",
 }
 
 
