@@ -55,6 +55,10 @@ class RunContext:
     def write_history(self, history: list[dict]) -> None:
         atomic_write_json(self.dir / "history.json", history, durable=False)
 
+    def read_history(self) -> list[dict]:
+        path = self.dir / "history.json"
+        return read_json(path) if path.is_file() else []
+
     def write_artifact(self, name: str, obj) -> Path:
         return atomic_write_json(self.dir / name, obj)
 

@@ -104,7 +104,7 @@ def fit(
         optimizer.load_state_dict(ckpt["optimizer"])
         best_state = ckpt["best_state"]
         stopper = EarlyStopping(**ckpt["stopper"])
-        result.history = ckpt["history"]
+        result.history = ctx.read_history()[: ckpt["epoch"] + 1]  # history.json, not the checkpoint
         start_epoch = ckpt["epoch"] + 1
         result.resumed_from_epoch = ckpt["epoch"]
         set_rng_state(ckpt["rng"], generator)
@@ -130,7 +130,6 @@ def fit(
                 "optimizer": optimizer.state_dict(),
                 "best_state": best_state,
                 "stopper": stopper.__dict__.copy(),
-                "history": result.history,
                 "epoch": epoch,
                 "rng": rng_state(generator),
             }
