@@ -9,6 +9,7 @@ from typing import Callable
 TASKS: dict[str, str] = {
     "sequence_classification": "timerepro.tasks.sequence_classification:run",
     "dataset_statistics": "timerepro.tasks.dataset_statistics:run",
+    "link_prediction": "timerepro.tasks.link_prediction:run",
 }
 
 

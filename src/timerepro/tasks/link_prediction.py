@@ -1,0 +1,241 @@
+"""Future link prediction on a continuous-time dynamic graph, DyGLib's protocol (`train_link_prediction.py`,
+`evaluate_link_prediction.py`, `evaluate_models_utils.py`), for any backbone of the model registry.
+
+* data: `prepare(dataset, standin=...)`, DyGLib's chronological 70/15/15 split with held-out new nodes;
+* training: the training edges in time order, batches of `batch_size`, one random negative per
+  positive (the positive source with a random destination), BCE, Adam(lr); the model sees only the
+  training edges while training and every edge while evaluating;
+* model selection: early stopping on a validation metric (`monitor_metric`, DyGLib's batch-averaged
+  AP by default) under `monitor_negatives` (random by default), best weights restored;
+* evaluation: validation and test, transductive (all edges of the split) and inductive (edges with a
+  node unseen in training), under every sampler of `eval_negatives`, with DyGLib's batch-averaged AP
+  and AUC and beside them the whole-split figures (`*_whole`);
+* cost: mean training time per epoch, peak process RSS (and peak GPU memory on CUDA), parameters.
+
+Metric names: `{val|test}_{transductive|inductive}_{negatives}_{ap|auc|ap_whole|auc_whole}`.
+A backbone is one entry of MODELS: `builder(config, data, split, train_graph) -> module` with
+`pair_embeddings(src, dst, times) -> (h_src, h_dst)`, `set_graph(neighbors, rng)` and `out_dim`.
+"""
+
+from __future__ import annotations
+
+import resource
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from timerepro.data.ctdg import CTDGData, LinkSplit, link_prediction_split, load_processed
+from timerepro.data.prepare import prepare
+from timerepro.graphs.evaluate import batched_metrics
+from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_sampler
+from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.tgat import TGAT, LinkPredictor
+from timerepro.train import fit
+
+# DyGLib's seeds of the neighbour samplers' streams (uniform sampling), reset at every set_graph
+TRAIN_NEIGHBOR_SEED, EVAL_NEIGHBOR_SEED = 0, 1
+# evaluation parts: (name of the sampler in dyglib_eval_samplers, split mask, metric prefix)
+PARTS = (("val", "val", "val_transductive"), ("new_node_val", "new_node_val", "val_inductive"),
+         ("test", "test", "test_transductive"), ("new_node_test", "new_node_test", "test_inductive"))
+MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max", "loss": "min"}
+
+
+# ------------------------------------------------------------------ statistics of time differences
+
+def time_difference_stats(graph: TemporalNeighbors, nodes, times, k: int) -> tuple[float, float]:
+    """Mean and (population) standard deviation of every t - t_k over the queries (nodes, times) and
+    their k most recent interactions before t in `graph`; padding left out. (0, 1) without any
+    history; std 1 when all differences are equal (the linear encoder needs std > 0)."""
+    hood = graph.most_recent(nodes, times, k)  # (Q, k)
+    valid = hood.neighbor_ids != 0
+    dt = (np.asarray(times, dtype=np.float64)[:, None] - hood.times.astype(np.float64))[valid]
+    if dt.size == 0:
+        return 0.0, 1.0
+    std = float(dt.std())
+    return float(dt.mean()), std if std > 0 else 1.0
+
+
+def train_time_stats(data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors, k: int) -> tuple[float, float]:
+    """linear_time App. D.2 on the training split: both endpoints of every training edge at its
+    time, against the k most recent training interactions (what the first layer encodes)."""
+    src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
+    return time_difference_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k)
+
+
+# ------------------------------------------------------------------ model registry
+
+def build_tgat(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGAT:
+    k = int(config["num_neighbors"])
+    mean, std = train_time_stats(data, split, train_graph, k)
+    return TGAT(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
+                time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
+                num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
+                sampling=config.get("neighbor_sampling", "recent"))
+
+
+MODELS: dict[str, Callable[[dict, CTDGData, LinkSplit, TemporalNeighbors], nn.Module]] = {
+    "tgat": build_tgat,
+}
+
+
+class LinkPredictionModel(nn.Module):
+    """A backbone and DyGLib's link predictor head; forward gives one logit per candidate edge."""
+
+    def __init__(self, backbone: nn.Module):
+        super().__init__()
+        self.backbone = backbone
+        self.predictor = LinkPredictor(backbone.out_dim)
+
+    def forward(self, src, dst, times) -> torch.Tensor:
+        """src, dst, times: (B,) numpy arrays -> (B,) logits."""
+        h_src, h_dst = self.backbone.pair_embeddings(src, dst, times)
+        return self.predictor(h_src, h_dst)
+
+
+def _neighbor_rng(seed: int) -> np.random.RandomState:
+    return np.random.RandomState(seed)
+
+
+def count_parameters(model: nn.Module) -> int:
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+# ------------------------------------------------------------------ evaluation
+
+@torch.no_grad()
+def evaluate(model: LinkPredictionModel, data: CTDGData, idx: np.ndarray, sampler, graph: TemporalNeighbors,
+             batch_size: int) -> dict:
+    """DyGLib's evaluation of the edges `idx` (chronological): reset the negative sampler and the
+    neighbour stream, score each batch's positives and its negatives (sigmoid probabilities in
+    float32, as DyGLib), then AP/AUC per batch averaged (`ap`, `auc`), over the whole split
+    (`ap_whole`, `auc_whole`), and the BCE over the whole split (`loss`)."""
+    model.eval()
+    model.backbone.set_graph(graph, _neighbor_rng(EVAL_NEIGHBOR_SEED))
+    sampler.reset()
+    pos, neg = [], []
+    for start in range(0, len(idx), batch_size):
+        b = idx[start:start + batch_size]
+        src, dst, ts = data.src[b], data.dst[b], data.ts[b]
+        neg_src, neg_dst = sampler.sample_for_batch(src, dst, ts)
+        pos.append(torch.sigmoid(model(src, dst, ts)).cpu())
+        neg.append(torch.sigmoid(model(neg_src, neg_dst, ts)).cpu())
+    pos_p, neg_p = torch.cat(pos), torch.cat(neg)
+    m = batched_metrics(pos_p.numpy(), neg_p.numpy(), batch_size=batch_size)
+    probs = torch.cat([pos_p, neg_p])
+    labels = torch.cat([torch.ones_like(pos_p), torch.zeros_like(neg_p)])
+    return {"ap": m["average_precision"], "auc": m["roc_auc"], "ap_whole": m["average_precision_whole"],
+            "auc_whole": m["roc_auc_whole"], "loss": F.binary_cross_entropy(probs, labels).item(),
+            "n_edges": int(len(idx))}
+
+
+# ------------------------------------------------------------------ the run
+
+def _load(config: dict) -> tuple[CTDGData, dict]:
+    standin = config.get("standin")
+    folder = prepare(config["dataset"], standin=standin, require_pinned=standin is None, progress=False)
+    data = load_processed(folder)
+    m = data.manifest
+    shas = [s.get("sha256") for s in m.get("sources", [])]
+    info = {"dataset": config["dataset"], "source": "standin" if standin else "real", "standin": bool(standin),
+            "label": m.get("label"), "sha256": shas[0] if len(shas) == 1 else ",".join(map(str, shas)),
+            "sources": m.get("sources")}
+    return data, info
+
+
+def run(config: dict, ctx) -> dict:
+    seed = int(config["seed"])
+    batch_size = int(config["batch_size"])
+    eval_negatives = list(config["eval_negatives"])
+    monitor_negatives = config.get("monitor_negatives", "random")
+    monitor = config.get("monitor_metric", "ap")
+    for s in eval_negatives + [monitor_negatives]:
+        if s not in STRATEGIES:
+            raise ValueError(f"unknown negative sampling strategy {s!r}; known: {STRATEGIES}")
+    if monitor not in MONITOR_MODE:
+        raise ValueError(f"unknown monitor_metric {monitor!r}; known: {sorted(MONITOR_MODE)}")
+    if config["model"] not in MODELS:
+        raise KeyError(f"unknown link-prediction model {config['model']!r}; known: {sorted(MODELS)}")
+
+    data, data_info = _load(config)
+    split = link_prediction_split(data)
+    train_graph = TemporalNeighbors.from_data(data, split.train)  # DyGLib: training sampler on training edges
+    full_graph = TemporalNeighbors.from_data(data)  # validation and test see every edge (before t)
+    train_idx = np.flatnonzero(split.train)
+
+    device = torch.device(ctx.device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    torch.manual_seed(seed)
+    model = LinkPredictionModel(MODELS[config["model"]](config, data, split, train_graph)).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
+    negatives = train_sampler(data, split, seed=seed)
+    monitor_samplers = dyglib_eval_samplers(data, split, monitor_negatives)
+    val_idx = np.flatnonzero(split.val)
+
+    def train_epoch(epoch: int) -> dict:
+        model.train()
+        model.backbone.set_graph(train_graph, _neighbor_rng(TRAIN_NEIGHBOR_SEED))
+        # the training negatives of epoch e come from a stream seeded by (seed, e): a resumed run
+        # draws exactly the negatives the uninterrupted run drew
+        negatives.random_state = np.random.RandomState([seed, epoch])
+        total, count = 0.0, 0
+        for start in ctx.progress(range(0, len(train_idx), batch_size), desc=f"epoch {epoch}"):
+            b = train_idx[start:start + batch_size]
+            src, dst, ts = data.src[b], data.dst[b], data.ts[b]
+            neg_src, neg_dst = negatives.sample_for_batch(src, dst, ts)  # neg_src = src (DyGLib training)
+            logits = torch.cat([model(src, dst, ts), model(neg_src, neg_dst, ts)])  # (2B,)
+            labels = torch.cat([torch.ones(len(b)), torch.zeros(len(b))]).to(device)
+            loss = F.binary_cross_entropy_with_logits(logits, labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(b)
+            count += len(b)
+        return {"train_loss": total / max(count, 1)}
+
+    def validate() -> dict:
+        m = evaluate(model, data, val_idx, monitor_samplers["val"], full_graph, batch_size)
+        return {k: v for k, v in m.items() if k != "n_edges"}
+
+    result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode=MONITOR_MODE[monitor],
+                 max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx)
+
+    metrics: dict = {}
+    evaluated: dict = {}
+    for strategy in eval_negatives:
+        samplers = monitor_samplers if strategy == monitor_negatives else dyglib_eval_samplers(data, split, strategy)
+        for sampler_name, mask_name, prefix in PARTS:
+            if sampler_name not in samplers:
+                continue  # no new-node edge in this split (tiny graphs)
+            idx = np.flatnonzero(getattr(split, mask_name))
+            m = evaluate(model, data, idx, samplers[sampler_name], full_graph, batch_size)
+            evaluated[f"{prefix}_{strategy}"] = m["n_edges"]
+            for key in ("ap", "auc", "ap_whole", "auc_whole"):
+                metrics[f"{prefix}_{strategy}_{key}"] = m[key]
+
+    epoch_times = [row["epoch_time_s"] for row in result.history]
+    metrics.update({
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "epoch_time_s": float(np.mean(epoch_times)) if epoch_times else None,
+        "n_parameters": count_parameters(model),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "peak_gpu_memory_mb": (round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+                               if device.type == "cuda" else None),
+        # statistics of the training split's time differences handed to the encoder (used by
+        # linear and cosine_scale, recorded for every encoder)
+        "time_diff_mean": getattr(model.backbone, "time_mean", None),
+        "time_diff_std": getattr(model.backbone, "time_std", None),
+    })
+    return {
+        "metrics": metrics,
+        "data": {**data_info, "n_edges": int(len(data.src)), "n_train": int(split.train.sum()),
+                 "n_val": int(split.val.sum()), "n_test": int(split.test.sum()),
+                 "n_new_node_val": int(split.new_node_val.sum()), "n_new_node_test": int(split.new_node_test.sum()),
+                 "evaluated_edges": evaluated},
+        "resumed_from_epoch": result.resumed_from_epoch,
+    }
+
