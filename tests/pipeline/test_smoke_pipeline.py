@@ -96,7 +96,7 @@ def test_published_number_never_lands_in_a_reproduced_cell(smoke_results):
                          "mean": 12345.678, "std": 0.5, "note": ""}])
     table = tables.comparison(pub, rep)
     row = table.loc[(target["row_group"], target["row"])]
-    assert row[(target["column"], "published")] == "12345.68 ± 0.50"
+    assert row[(target["column"], "published")] == tables._fmt(12345.678, 0.5) == "12345.68 ± 0.5"
     assert row[(target["column"], "reproduced")] == tables._fmt(target["mean"], target["std"])
     cells = _reproduced_cells(tables.to_markdown(table))
     assert not any("12345" in c for c in cells)
