@@ -12,8 +12,10 @@ import os
 import sys
 from pathlib import Path
 
-from timerepro import registry
+from timerepro import cluster, registry
 from timerepro.paths import results_dir
+
+cluster.normalise_slurm_job_states()  # plugin 2.8.0 never notices scancel-ed jobs (docs/cluster.md)
 
 configfile: "params/run.yaml"
 

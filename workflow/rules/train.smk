@@ -22,6 +22,8 @@ rule train:
         mem_mb=_res("mem_mb"),
         runtime=_res("runtime"),
         gpu=_res("gpu"),
+        # GPU type from TIMEREPRO_SLURM_GPU_MODEL, only for jobs that ask for a GPU ('' = none asked)
+        gpu_model=lambda wc: cluster.gpu_model() if JOBS[wc.job_id].resources["gpu"] else "",
         cpus_per_task=_res("cpus"),
     log:
         RESULTS / "logs" / "jobs" / "{paper}" / "{job_id}.log",
