@@ -45,6 +45,8 @@ def _status(art: dict, prov: dict | None) -> tuple[str, str]:
         return "planned", "implemented: no completed runs at this scale"
     if prov["n_runs"] < prov.get("n_expected", 0):
         return "partial", f"partially regenerated ({prov['n_runs']} of {prov['n_expected']} runs)"
+    if "stand-in" in prov.get("data", ""):
+        return "regenerated", "regenerated on synthetic stand-ins, not the real data"
     return "regenerated", "regenerated"
 
 
