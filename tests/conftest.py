@@ -15,3 +15,36 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "network" in item.keywords:
             item.add_marker(skip)
+
+
+class Killed(Exception):
+    """Stands for a process killed mid-training."""
+
+
+@pytest.fixture
+def kill_then_resume(monkeypatch):
+    """Run `config` until its n-th checkpoint, 'kill' it there, check what it left, then resume it.
+
+    Returns the run folder of the resumed (complete) run.
+    """
+    from timerepro import runs
+
+    def go(config, results, after: int):
+        original = runs.RunContext.save_checkpoint
+        calls = {"n": 0}
+
+        def dying(self, state):
+            original(self, state)
+            calls["n"] += 1
+            if calls["n"] == after:
+                raise Killed(f"killed after checkpoint {after}")
+
+        monkeypatch.setattr(runs.RunContext, "save_checkpoint", dying)
+        with pytest.raises(Killed):
+            runs.execute(config, results=results, show_progress=False)
+        d = results / "runs" / config["paper"] / config["run_id"]
+        assert (d / "checkpoint.pt").exists() and not (d / "metrics.json").exists()
+        monkeypatch.setattr(runs.RunContext, "save_checkpoint", original)
+        return runs.execute(config, results=results, show_progress=False)
+
+    return go

@@ -63,32 +63,12 @@ def test_runs_end_to_end_and_records_metrics(task, tmp_path):
     assert not (d / "checkpoint.pt").exists()
 
 
-class Killed(Exception):
-    pass
-
-
-def test_killed_run_resumes_to_the_same_metrics(task, tmp_path, monkeypatch):
+def test_killed_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_resume):
     # model selection on historical validation AP: exercises the monitor_negatives path as well
     cfg = make_config(max_epochs=3, monitor_negatives="historical", eval_negatives=["random"])
     expected = json.loads((runs.execute(cfg, results=tmp_path / "a", show_progress=False) / "metrics.json").read_text())
 
-    original = runs.RunContext.save_checkpoint
-    calls = {"n": 0}
-
-    def dying(self, state):
-        original(self, state)
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise Killed("killed after the 2nd epoch")
-
-    monkeypatch.setattr(runs.RunContext, "save_checkpoint", dying)
-    with pytest.raises(Killed):
-        runs.execute(cfg, results=tmp_path / "b", show_progress=False)
-    d = tmp_path / "b" / "runs" / "linear_time" / cfg["run_id"]
-    assert (d / "checkpoint.pt").exists() and not (d / "metrics.json").exists()
-    monkeypatch.setattr(runs.RunContext, "save_checkpoint", original)
-
-    runs.execute(cfg, results=tmp_path / "b", show_progress=False)
+    d = kill_then_resume(cfg, tmp_path / "b", after=2)
     got = json.loads((d / "metrics.json").read_text())
     assert json.loads((d / "provenance.json").read_text())["resumed_from_epoch"] == 1
     cost = {"epoch_time_s", "peak_rss_mb", "peak_gpu_memory_mb"}  # measurements, not results

@@ -40,31 +40,10 @@ def test_complete_run_is_not_redone(config, tmp_path):
     assert (d / "metrics.json").stat().st_mtime_ns == stamp
 
 
-class Killed(Exception):
-    pass
-
-
-def test_killed_run_resumes_to_the_same_metrics(config, tmp_path, monkeypatch):
+def test_killed_run_resumes_to_the_same_metrics(config, tmp_path, kill_then_resume):
     reference = runs.execute(config, results=tmp_path / "a", show_progress=False)
     expected = json.loads((reference / "metrics.json").read_text())
-
-    original = runs.RunContext.save_checkpoint
-    calls = {"n": 0}
-
-    def dying(self, state):
-        original(self, state)
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise Killed("killed after epoch 2")
-
-    monkeypatch.setattr(runs.RunContext, "save_checkpoint", dying)
-    with pytest.raises(Killed):
-        runs.execute(config, results=tmp_path / "b", show_progress=False)
-    d = tmp_path / "b" / "runs" / "linear_time" / config["run_id"]
-    assert (d / "checkpoint.pt").exists() and not (d / "metrics.json").exists()
-    monkeypatch.setattr(runs.RunContext, "save_checkpoint", original)
-
-    runs.execute(config, results=tmp_path / "b", show_progress=False)
+    d = kill_then_resume(config, tmp_path / "b", after=3)
     got = json.loads((d / "metrics.json").read_text())
     assert json.loads((d / "provenance.json").read_text())["resumed_from_epoch"] == 2
     for key in ("test_accuracy", "val_accuracy", "test_loss", "best_epoch", "epochs_run", "attention_l1_to_true"):
