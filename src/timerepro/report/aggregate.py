@@ -115,6 +115,9 @@ def provenance_summary(records: list[dict]) -> dict:
 
 
 def aggregate_paper(reg: Registry, paper: str, scale: str, results: Path | None = None) -> tuple[pd.DataFrame, dict]:
+    from . import families
+
+    families.load()
     """Aggregate the complete runs of every implemented artifact; missing runs are counted."""
     results = results or results_dir()
     frames, provenance = [], {}

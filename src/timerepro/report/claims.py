@@ -70,6 +70,9 @@ def attention_closer_at_larger_dim(df: pd.DataFrame) -> tuple[str, str]:
 
 
 def evaluate(reg: Registry, results: Path | None = None) -> list[dict]:
+    from . import families
+
+    families.load()
     out = []
     for paper in PAPERS:
         df = aggregate.read(paper, results)

@@ -9,10 +9,11 @@ from timerepro.io import atomic_write_json, atomic_write_text
 from timerepro.paths import results_dir
 from timerepro.registry import Registry
 
-from . import aggregate, figures, published, tables
+from . import aggregate, families, figures, published, tables
 
 
 def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = None) -> dict:
+    families.load()
     results = results or results_dir()
     reproduced = aggregate.read(paper, results)
     manifest = {"paper": paper, "scale": scale, "artifacts": {}}
