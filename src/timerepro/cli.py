@@ -102,11 +102,10 @@ def cmd_run_job(args) -> int:
 
     reg = _registry()
     job = reg.find_job(args.paper, args.job_id, _scale(args, reg))
-    done = []
-    for i, run in enumerate(job.runs, 1):
-        print(f"[{i}/{len(job.runs)}] run {run.run_id}", file=sys.stderr, flush=True)
-        path = runs.execute(run.config, device=args.device, threads=args.threads, show_progress=not args.quiet)
-        done.append(str(path.relative_to(results_dir())))
+    print(f"job {args.job_id}: {len(job.runs)} runs", file=sys.stderr, flush=True)
+    paths = runs.execute_many([r.config for r in job.runs], device=args.device, threads=args.threads,
+                              show_progress=not args.quiet)
+    done = [str(p.relative_to(results_dir())) for p in paths]
     marker = results_dir() / "jobs" / args.paper / f"{args.job_id}.json"
     atomic_write_json(marker, {"job_id": args.job_id, "runs": done})
     print(marker)
@@ -124,18 +123,21 @@ def cmd_run_all(args) -> int:
 
     reg = _registry()
     todo = [r for r in reg.runs(_scale(args, reg), paper=args.paper, artifact=args.artifact) if not runs.is_complete(r.config)]
+    groups: dict[str, list[dict]] = {}  # the seeds of one configuration stay together (stacked training)
+    for r in todo:
+        groups.setdefault(runs.group_key(r.config), []).append(r.config)
     bar = tqdm(total=len(todo), desc=f"runs ({_scale(args, reg)})", file=sys.stderr, disable=args.quiet)
     if args.jobs <= 1:
-        for run in todo:
-            runs.execute(run.config, device=args.device, threads=args.threads, show_progress=False)
-            bar.update()
+        for group in groups.values():
+            runs.execute_many(group, device=args.device, threads=args.threads, show_progress=False)
+            bar.update(len(group))
     else:
         with ProcessPoolExecutor(max_workers=args.jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = [pool.submit(runs.execute, r.config, device=args.device, threads=args.threads or 1,
-                                   show_progress=False) for r in todo]
-            for fut in futures:
+            futures = [(len(g), pool.submit(runs.execute_many, g, device=args.device, threads=args.threads or 1,
+                                            show_progress=False)) for g in groups.values()]
+            for n, fut in futures:
                 fut.result()
-                bar.update()
+                bar.update(n)
     bar.close()
     print(f"{len(todo)} runs executed", file=sys.stderr)
     return 0

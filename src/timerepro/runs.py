@@ -7,6 +7,7 @@ its presence marks the run complete. A run without metrics.json is resumed from 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -20,7 +21,7 @@ from tqdm.auto import tqdm
 from timerepro import provenance
 from timerepro.io import atomic_write_bytes, atomic_write_json, read_json
 from timerepro.records import is_complete, load_record, run_dir  # noqa: F401 (re-exported)
-from timerepro.tasks.registry import get_task
+from timerepro.tasks.registry import get_group_runner, get_task
 from timerepro.train import seed_everything
 
 log = logging.getLogger("timerepro.runs")
@@ -77,13 +78,12 @@ def pick_device(requested: str = "auto") -> str:
     return requested
 
 
-def execute(config: dict, *, results: Path | None = None, device: str = "auto", threads: int | None = None,
-            show_progress: bool = True) -> Path:
-    """Run `config` unless its record is complete; return the run folder."""
+def _open(config: dict, results: Path | None, device: str, show_progress: bool) -> RunContext | None:
+    """The run's context with config.json written, or None when its record is already complete."""
     directory = run_dir(config, results)
     if (directory / "metrics.json").is_file():
         log.info("[%s] already complete: %s", config["run_id"], directory)
-        return directory
+        return None
     directory.mkdir(parents=True, exist_ok=True)
     cfg_path = directory / "config.json"
     if cfg_path.is_file() and read_json(cfg_path) != config:
@@ -92,23 +92,67 @@ def execute(config: dict, *, results: Path | None = None, device: str = "auto", 
             "the resolved config, so this means the folder was edited by hand; remove it and rerun"
         )
     atomic_write_json(cfg_path, config)
+    return RunContext(config, directory, device=device, show_progress=show_progress)
 
-    threads = threads or int(os.environ.get("TIMEREPRO_THREADS", config.get("resources", {}).get("cpus", 1)))
-    torch.set_num_threads(max(1, threads))
-    dev = pick_device(device)
-    seed_everything(int(config["seed"]))
-    ctx = RunContext(config, directory, device=dev, show_progress=show_progress)
 
-    t0 = time.perf_counter()
-    outcome = get_task(config["task"])(config, ctx)
-    wall = time.perf_counter() - t0
-
-    prov = provenance.collect(device=dev, seed=int(config["seed"]), data=outcome.get("data", {}), wall_time_s=wall,
-                              extra={"resumed_from_epoch": outcome.get("resumed_from_epoch")})
-    atomic_write_json(directory / "provenance.json", prov)
+def _close(ctx: RunContext, outcome: dict, wall: float, extra: dict | None = None) -> Path:
+    """Provenance, then metrics.json (last: marks the run complete); drop the checkpoint."""
+    config = ctx.config
+    prov = provenance.collect(device=ctx.device, seed=int(config["seed"]), data=outcome.get("data", {}), wall_time_s=wall,
+                              extra={"resumed_from_epoch": outcome.get("resumed_from_epoch"), **(extra or {})})
+    atomic_write_json(ctx.dir / "provenance.json", prov)
     metrics = {"run_id": config["run_id"], "paper": config["paper"], "experiment": config["experiment"],
                **outcome["metrics"]}
-    atomic_write_json(directory / "metrics.json", metrics)  # last: marks the run complete
+    atomic_write_json(ctx.dir / "metrics.json", metrics)
     if ctx.checkpoint_path.is_file() and not config.get("keep_checkpoint", False):
         ctx.checkpoint_path.unlink()
-    return directory
+    return ctx.dir
+
+
+def _threads(config: dict, threads: int | None) -> None:
+    threads = threads or int(os.environ.get("TIMEREPRO_THREADS", config.get("resources", {}).get("cpus", 1)))
+    torch.set_num_threads(max(1, threads))
+
+
+def group_key(config: dict) -> str:
+    """Runs with the same key train together: the seeds of one configuration when the task stacks
+    seeds (it has a `run_group`), otherwise each run alone."""
+    if get_group_runner(config["task"]) is None:
+        return config["run_id"]
+    return json.dumps({k: v for k, v in config.items() if k not in ("seed", "run_id")}, sort_keys=True, default=str)
+
+
+def execute(config: dict, *, results: Path | None = None, device: str = "auto", threads: int | None = None,
+            show_progress: bool = True) -> Path:
+    """Run `config` unless its record is complete; return the run folder."""
+    return execute_many([config], results=results, device=device, threads=threads, show_progress=show_progress)[0]
+
+
+def execute_many(configs: list[dict], *, results: Path | None = None, device: str = "auto",
+                 threads: int | None = None, show_progress: bool = True) -> list[Path]:
+    """Run every incomplete config; seeds of one configuration train together when their task can."""
+    dev = pick_device(device)
+    groups: dict[str, list[dict]] = {}
+    for c in configs:
+        groups.setdefault(group_key(c), []).append(c)
+    for group in groups.values():
+        ctxs = [ctx for ctx in (_open(c, results, dev, show_progress) for c in group) if ctx is not None]
+        if not ctxs:
+            continue
+        _threads(ctxs[0].config, threads)
+        runner = get_group_runner(ctxs[0].config["task"])
+        t0 = time.perf_counter()
+        if runner is not None:
+            size = len(ctxs)
+            runner([c.config for c in ctxs], ctxs,
+                   lambda i, outcome: _close(ctxs[i], outcome, time.perf_counter() - t0,
+                                             {"trained_with": f"stacked ensemble of {size} seeds (wall time shared)"}))
+            missing = [c.run_id for c in ctxs if not (c.dir / "metrics.json").is_file()]
+            if missing:
+                raise RuntimeError(f"task {ctxs[0].config['task']} ended without finishing runs {missing}")
+        else:
+            ctx = ctxs[0]
+            seed_everything(int(ctx.config["seed"]))
+            outcome = get_task(ctx.config["task"])(ctx.config, ctx)
+            _close(ctx, outcome, time.perf_counter() - t0)
+    return [run_dir(c, results) for c in configs]

@@ -40,16 +40,27 @@ class TransformerLayer(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, z: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """z: (B, L, d) -> (B, L, d) and attention (B, L, L), rows = queries."""
+    def dropout_shapes(self, batch: int, length: int) -> list[tuple[int, ...]]:
+        """Shapes of the three dropout sites: attention output, FFN hidden, FFN output."""
+        return [(batch, length, self.dim), (batch, length, self.ffn[0].out_features), (batch, length, self.dim)]
+
+    def forward(self, z: torch.Tensor, mask: torch.Tensor | None = None,
+                drops: tuple[torch.Tensor, ...] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """z: (B, L, d) -> (B, L, d) and attention (B, L, L), rows = queries.
+
+        `drops`: dropout given as three scaled keep-masks (see `dropout_shapes`) drawn by the caller
+        from its own generator; without them, training-mode dropout draws from torch's global RNG.
+        """
+        drop = [(lambda t, m=m: t * m) for m in drops] if drops is not None else [self.dropout, self.ffn[2], self.dropout]
         q, k, v = self.qkv(self.ln_attn(z)).chunk(3, dim=-1)  # each (B, L, d)
         # (B, L, d) x (B, d, L) -> (B, L, L)
-        scores = q @ k.transpose(1, 2) / math.sqrt(self.dim)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.dim)
         if mask is not None:
             scores = scores + mask
         attn = torch.softmax(scores, dim=-1)
-        h = z + self.dropout(attn @ v)
-        out = h + self.dropout(self.ffn(self.ln_ffn(h)))
+        h = z + drop[0](attn @ v)
+        hidden = drop[1](self.ffn[1](self.ffn[0](self.ln_ffn(h))))  # Linear -> GELU -> dropout
+        out = h + drop[2](self.ffn[3](hidden))
         return out, attn
 
 
@@ -80,8 +91,16 @@ class SyntheticSequenceClassifier(nn.Module):
         self.layers = nn.ModuleList([TransformerLayer(dim, dropout=dropout) for _ in range(layers)])
         self.head = nn.Linear(dim, 1)
 
-    def forward(self, dt: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """dt, x: (B, M) -> logits (B,) and the last layer's attention (B, M+1, M+1)."""
+    def dropout_shapes(self, batch: int, n_events: int) -> list[tuple[int, ...]]:
+        """Shapes of every dropout site, layer by layer, for a batch of sequences of n_events."""
+        return [s for layer in self.layers for s in layer.dropout_shapes(batch, n_events + 1)]
+
+    def forward(self, dt: torch.Tensor, x: torch.Tensor,
+                drops: list[torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """dt, x: (B, M) -> logits (B,) and the last layer's attention (B, M+1, M+1).
+
+        `drops`: the scaled keep-masks of every dropout site (`dropout_shapes` order), or None.
+        """
         batch = dt.shape[0]
         zero = dt.new_zeros(batch, 1)
         dt_all = torch.cat([dt, zero], dim=1)  # (B, M+1): the target row has Phi(0)
@@ -89,7 +108,7 @@ class SyntheticSequenceClassifier(nn.Module):
         z = torch.cat([self.encoder(dt_all), x_all.unsqueeze(-1)], dim=-1)  # (B, M+1, d_T+1)
         mask = causal_mask(z.shape[1], z.device) if self.attention == "causal" else None
         attn = None
-        for layer in self.layers:
-            z, attn = layer(z, mask)
+        for i, layer in enumerate(self.layers):
+            z, attn = layer(z, mask, None if drops is None else tuple(drops[3 * i : 3 * i + 3]))
         pooled = z[:, -1] if self.attention == "causal" else z.mean(dim=1)  # (B, d_T+1)
         return self.head(pooled).squeeze(-1), attn

@@ -1,0 +1,188 @@
+"""Train the seeds of one configuration together: one vmapped model, one optimizer step for all.
+
+Small models spend their time in per-operator overhead, so S copies stacked along a leading axis
+cost little more than one. Each member keeps everything that makes its run its own: its initial
+weights, its data, its generators (batch order, dropout), its Adam step count, its early stopping
+and its checkpoint, so a member's result does not depend on which other members share its batch
+(tested) and a killed member resumes from its own checkpoint whatever epoch the others reached.
+Members leave the stack as soon as they stop early; the stack is rebuilt every epoch.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.func import functional_call, vmap
+
+from timerepro.train import EarlyStopping
+
+CHECKPOINT_FORMAT = "ensemble-member/1"
+
+
+class StackedAdam:
+    """Adam (Kingma and Ba; torch.optim.Adam's update) on tensors stacked over members, each with its own step count."""
+
+    def __init__(self, params: dict[str, torch.Tensor], *, lr: float, steps: torch.Tensor,
+                 exp_avg: dict[str, torch.Tensor], exp_avg_sq: dict[str, torch.Tensor],
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
+        self.steps = steps.clone()  # (S,) float64: steps taken by each member
+        self.exp_avg, self.exp_avg_sq = exp_avg, exp_avg_sq
+
+    @torch.no_grad()
+    def step(self) -> None:
+        b1, b2 = self.betas
+        self.steps += 1
+        bc1 = 1 - b1 ** self.steps  # (S,)
+        step_size = (self.lr / bc1).float()
+        bc2_sqrt = (1 - b2 ** self.steps).sqrt().float()
+        for name, p in self.params.items():
+            g = p.grad
+            view = (-1,) + (1,) * (p.dim() - 1)  # broadcast a per-member scalar over a member's tensor
+            m, v = self.exp_avg[name], self.exp_avg_sq[name]
+            m.lerp_(g, 1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v.sqrt() / bc2_sqrt.view(view)).add_(self.eps)
+            p.sub_(step_size.view(view) * m / denom)
+
+    def zero_grad(self) -> None:
+        for p in self.params.values():
+            p.grad = None
+
+
+@dataclass
+class Member:
+    """One run inside an ensemble: its context, state and bookkeeping."""
+
+    ctx: object
+    params: dict[str, torch.Tensor]
+    buffers: dict[str, torch.Tensor]
+    generators: dict[str, torch.Generator]
+    data: object = None  # whatever the task needs per member (its own tensors)
+    exp_avg: dict[str, torch.Tensor] = field(default_factory=dict)
+    exp_avg_sq: dict[str, torch.Tensor] = field(default_factory=dict)
+    steps: float = 0.0
+    epoch: int = 0  # next epoch to run
+    stopper: EarlyStopping | None = None
+    best_state: dict[str, torch.Tensor] = field(default_factory=dict)
+    history: list[dict] = field(default_factory=list)
+    resumed_from_epoch: int | None = None
+    done: bool = False
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {**self.params, **self.buffers}
+
+
+def new_member(ctx, module: nn.Module, generators: dict[str, torch.Generator], data, patience: int, mode: str) -> Member:
+    params = {k: v.detach().clone() for k, v in module.named_parameters()}
+    buffers = {k: v.detach().clone() for k, v in module.named_buffers()}
+    return Member(ctx=ctx, params=params, buffers=buffers, generators=generators, data=data,
+                  exp_avg={k: torch.zeros_like(v) for k, v in params.items()},
+                  exp_avg_sq={k: torch.zeros_like(v) for k, v in params.items()},
+                  stopper=EarlyStopping(patience=patience, mode=mode),
+                  best_state={k: v.clone() for k, v in params.items()})
+
+
+def _checkpoint(m: Member) -> dict:
+    return {"format": CHECKPOINT_FORMAT, "params": m.params, "exp_avg": m.exp_avg, "exp_avg_sq": m.exp_avg_sq,
+            "steps": m.steps, "epoch": m.epoch - 1, "stopper": m.stopper.__dict__.copy(), "best_state": m.best_state,
+            "rng": {k: g.get_state() for k, g in m.generators.items()}}
+
+
+def resume(m: Member) -> None:
+    """Restore `m` from its run's checkpoint if there is one of this format."""
+    ckpt = m.ctx.load_checkpoint()
+    if ckpt is None:
+        return
+    if ckpt.get("format") != CHECKPOINT_FORMAT:
+        m.ctx.log("checkpoint of another format ignored: training from the start")
+        return
+    m.params, m.exp_avg, m.exp_avg_sq = ckpt["params"], ckpt["exp_avg"], ckpt["exp_avg_sq"]
+    m.steps, m.best_state = ckpt["steps"], ckpt["best_state"]
+    m.stopper = EarlyStopping(**ckpt["stopper"])
+    for k, g in m.generators.items():
+        g.set_state(ckpt["rng"][k])
+    m.epoch = ckpt["epoch"] + 1
+    m.resumed_from_epoch = ckpt["epoch"]
+    m.history = m.ctx.read_history()[: m.epoch]
+    m.ctx.log(f"resumed from checkpoint after epoch {ckpt['epoch']}")
+
+
+def stack(members: list[Member], attr: str, grad: bool = False) -> dict[str, torch.Tensor]:
+    """Stack one per-member dict of tensors along a new leading member axis: name -> (S, ...)."""
+    first = getattr(members[0], attr)
+    out = {k: torch.stack([getattr(m, attr)[k] for m in members]) for k in first}
+    if grad:
+        for v in out.values():
+            v.requires_grad_(True)
+    return out
+
+
+def vmapped(module: nn.Module) -> Callable:
+    """f(params, buffers, *args) with a leading member axis on every argument; `module` lends only its code."""
+    base = copy.deepcopy(module).to("meta")
+
+    def call(params, buffers, *args):
+        return functional_call(base, (params, buffers), args)
+
+    fn = vmap(call, randomness="error")  # randomness must come from the members' generators
+    fn.base = base
+    return fn
+
+
+def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: str,
+                 train_epoch: Callable[[list[Member], dict, dict, StackedAdam, int], list[dict]],
+                 validate: Callable[[list[Member], dict, dict], list[dict]],
+                 on_done: Callable[[Member], None], progress: Callable | None = None) -> None:
+    """Train the members in lockstep until each stops early (or reaches max_epochs), then call on_done.
+
+    `train_epoch(active, params, buffers, opt, round)` runs one epoch of every active member on stacked
+    tensors and returns per-member statistics; `validate(active, params, buffers)` returns per-member
+    metrics including `monitor`. On on_done the member's params hold its best weights.
+    """
+    for m in members:
+        if m.epoch >= max_epochs or m.stopper.should_stop:
+            _finish(m, on_done)
+    bar = progress(total=max_epochs) if progress else None
+    rnd = 0
+    while any(not m.done for m in members):
+        active = [m for m in members if not m.done]
+        params, buffers = stack(active, "params", grad=True), stack(active, "buffers")
+        opt = StackedAdam(params, lr=lr, steps=torch.tensor([m.steps for m in active], dtype=torch.float64),
+                          exp_avg=stack(active, "exp_avg"), exp_avg_sq=stack(active, "exp_avg_sq"))
+        t0 = time.perf_counter()
+        stats = train_epoch(active, params, buffers, opt, rnd)
+        epoch_time = (time.perf_counter() - t0) / len(active)  # a member's share of the stacked epoch
+        with torch.no_grad():
+            vals = validate(active, params, buffers)
+        for i, m in enumerate(active):
+            m.params = {k: v[i].detach().clone() for k, v in params.items()}
+            m.exp_avg = {k: v[i].clone() for k, v in opt.exp_avg.items()}
+            m.exp_avg_sq = {k: v[i].clone() for k, v in opt.exp_avg_sq.items()}
+            m.steps = float(opt.steps[i])
+            if m.stopper.update(float(vals[i][monitor]), m.epoch):
+                m.best_state = {k: v.clone() for k, v in m.params.items()}
+            m.history.append({"epoch": m.epoch, "epoch_time_s": round(epoch_time, 4), "ensemble_size": len(active),
+                              **stats[i], **{f"val_{k}": v for k, v in vals[i].items()}})
+            m.epoch += 1
+            m.ctx.write_history(m.history)
+            m.ctx.save_checkpoint(_checkpoint(m))
+            if m.stopper.should_stop or m.epoch >= max_epochs:
+                _finish(m, on_done)
+        rnd += 1
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix({"active": sum(not m.done for m in members)})
+    if bar is not None:
+        bar.close()
+
+
+def _finish(m: Member, on_done: Callable[[Member], None]) -> None:
+    m.params = {k: v.clone() for k, v in m.best_state.items()}
+    m.done = True
+    on_done(m)
