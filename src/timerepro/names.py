@@ -10,3 +10,5 @@ ENCODER_LABELS = {
     "cosine_scale": "Sinusoidal-scale",
     "time2vec": "Time2Vec",
 }
+
+STANDIN_SCALES = ("smoke", "offline")  # the scales a labelled synthetic stand-in can be made at

@@ -8,10 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-from timerepro.data import prepare as prep
 from timerepro.data.fetch import DownloadError, cache_path, fetch_file, fetch_json, head_headers
 from timerepro.data.lock import LockError, load_lock, write_pins
-from timerepro.data.standins import SCALES
+from timerepro.names import STANDIN_SCALES as SCALES
 
 
 
@@ -65,6 +64,8 @@ def _lock(args):
 
 
 def _cmd_list(args) -> int:
+    from timerepro.data import prepare as prep  # pandas and the preprocessors: only when needed
+
     lock = _lock(args)
     print(f"{'dataset':17s} {'family':9s} {'status':13s} {'pinned':7s} {'cached':7s} processed")
     for name, ds in lock.datasets.items():
@@ -80,6 +81,8 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_fetch(args) -> int:
+    from timerepro.data import prepare as prep  # pandas and the preprocessors: only when needed
+
     lock = _lock(args)
     if args.all:
         names = [n for n, d in lock.datasets.items() if d.status == "ok"]
@@ -137,6 +140,8 @@ def _cmd_pin(args) -> int:
 
 
 def _cmd_prepare(args) -> int:
+    from timerepro.data import prepare as prep  # pandas and the preprocessors: only when needed
+
     out = prep.prepare(args.name, standin=args.standin, lock=_lock(args), data_root=args.data_dir,
                        require_pinned=args.require_pinned, force=args.force, seed=args.seed)
     print(out / "manifest.json")
@@ -144,6 +149,8 @@ def _cmd_prepare(args) -> int:
 
 
 def _cmd_verify(args) -> int:
+    from timerepro.data import prepare as prep  # pandas and the preprocessors: only when needed
+
     lock = _lock(args)
     names = [args.name] if args.name else [n for n, d in lock.datasets.items()
                                            if any(cache_path(f, args.data_dir).exists() for f in d.files)]

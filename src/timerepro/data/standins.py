@@ -25,7 +25,7 @@ import pandas as pd
 from timerepro.data import ctdg
 from timerepro.data.lock import Dataset
 
-SCALES = ("smoke", "offline")
+from timerepro.names import STANDIN_SCALES as SCALES  # noqa: E402 (one place for the names)
 
 GRAPH_SIZE = {"smoke": dict(n_edges=300, n_nodes=30), "offline": dict(n_edges=20000, n_nodes=400)}
 # raw edge-feature columns in the upstream CSVs (>= 1 column, 0 when the set has none)
