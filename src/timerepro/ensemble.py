@@ -25,7 +25,7 @@ CHECKPOINT_FORMAT = "ensemble-member/1"
 
 
 class StackedAdam:
-    """Adam (Kingma and Ba; torch.optim.Adam's update) on tensors stacked over members, each with its own step count."""
+    """Adam (torch.optim.Adam's update) on tensors whose first axis is the member, each member with its own step count."""
 
     def __init__(self, params: dict[str, torch.Tensor], *, lr: float, steps: torch.Tensor,
                  exp_avg: dict[str, torch.Tensor], exp_avg_sq: dict[str, torch.Tensor],
@@ -53,6 +53,34 @@ class StackedAdam:
     def zero_grad(self) -> None:
         for p in self.params.values():
             p.grad = None
+
+
+class FlatParams:
+    """Every member's parameters in one (S, P) leaf tensor, so that one Adam update covers them all.
+
+    `views()` gives name -> (S, *shape) views for `functional_call`; call it inside each step so that
+    every backward pass runs through fresh view nodes into the flat tensor's gradient.
+    """
+
+    def __init__(self, members: list["Member"]):
+        first = members[0].params
+        self.names = list(first)
+        self.shapes = [first[k].shape for k in self.names]
+        self.sizes = [first[k].numel() for k in self.names]
+        self.flat = torch.stack([torch.cat([m.params[k].reshape(-1) for k in self.names]) for m in members])
+        self.flat.requires_grad_(True)
+
+    def flatten(self, members: list["Member"], attr: str) -> torch.Tensor:
+        return torch.stack([torch.cat([getattr(m, attr)[k].reshape(-1) for k in self.names]) for m in members])
+
+    def views(self, flat: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        flat = self.flat if flat is None else flat
+        chunks = flat.split(self.sizes, dim=1)  # (S, n_k) each
+        return {k: c.view(flat.shape[0], *shape) for k, c, shape in zip(self.names, chunks, self.shapes)}
+
+    def unflatten(self, flat: torch.Tensor, i: int) -> dict[str, torch.Tensor]:
+        """Member i's tensors, copied out of a (S, P) tensor."""
+        return {k: v[i].detach().clone() for k, v in self.views(flat).items()}
 
 
 @dataclass
@@ -135,45 +163,56 @@ def vmapped(module: nn.Module) -> Callable:
     return fn
 
 
+CHECKPOINT_EVERY_S = 20.0  # a group checkpoints its members at most this often: a kill loses at most ~20 s
+
+
 def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: str,
-                 train_epoch: Callable[[list[Member], dict, dict, StackedAdam, int], list[dict]],
+                 train_epoch: Callable[[list[Member], FlatParams, dict, StackedAdam, int], list[dict]],
                  validate: Callable[[list[Member], dict, dict], list[dict]],
                  on_done: Callable[[Member], None], progress: Callable | None = None) -> None:
     """Train the members in lockstep until each stops early (or reaches max_epochs), then call on_done.
 
-    `train_epoch(active, params, buffers, opt, round)` runs one epoch of every active member on stacked
-    tensors and returns per-member statistics; `validate(active, params, buffers)` returns per-member
-    metrics including `monitor`. On on_done the member's params hold its best weights.
+    `train_epoch(active, flat, buffers, opt, round)` runs one epoch of every active member (parameters
+    from `flat.views()`) and returns per-member statistics; `validate(active, params, buffers)` returns
+    per-member metrics including `monitor`. On on_done the member's params hold its best weights.
+    Checkpoints of all active members are written in the same round (at most every CHECKPOINT_EVERY_S),
+    so a resumed group restarts from one common round.
     """
     for m in members:
         if m.epoch >= max_epochs or m.stopper.should_stop:
             _finish(m, on_done)
     bar = progress(total=max_epochs) if progress else None
-    rnd = 0
+    rnd, last_save = 0, time.monotonic()
     while any(not m.done for m in members):
         active = [m for m in members if not m.done]
-        params, buffers = stack(active, "params", grad=True), stack(active, "buffers")
-        opt = StackedAdam(params, lr=lr, steps=torch.tensor([m.steps for m in active], dtype=torch.float64),
-                          exp_avg=stack(active, "exp_avg"), exp_avg_sq=stack(active, "exp_avg_sq"))
+        flat, buffers = FlatParams(active), stack(active, "buffers")
+        opt = StackedAdam({"flat": flat.flat}, lr=lr, steps=torch.tensor([m.steps for m in active], dtype=torch.float64),
+                          exp_avg={"flat": flat.flatten(active, "exp_avg")},
+                          exp_avg_sq={"flat": flat.flatten(active, "exp_avg_sq")})
         t0 = time.perf_counter()
-        stats = train_epoch(active, params, buffers, opt, rnd)
+        stats = train_epoch(active, flat, buffers, opt, rnd)
         epoch_time = (time.perf_counter() - t0) / len(active)  # a member's share of the stacked epoch
         with torch.no_grad():
-            vals = validate(active, params, buffers)
+            vals = validate(active, flat.views(), buffers)
+        save = time.monotonic() - last_save >= CHECKPOINT_EVERY_S
         for i, m in enumerate(active):
-            m.params = {k: v[i].detach().clone() for k, v in params.items()}
-            m.exp_avg = {k: v[i].clone() for k, v in opt.exp_avg.items()}
-            m.exp_avg_sq = {k: v[i].clone() for k, v in opt.exp_avg_sq.items()}
+            m.params = flat.unflatten(flat.flat, i)
+            m.exp_avg = flat.unflatten(opt.exp_avg["flat"], i)
+            m.exp_avg_sq = flat.unflatten(opt.exp_avg_sq["flat"], i)
             m.steps = float(opt.steps[i])
             if m.stopper.update(float(vals[i][monitor]), m.epoch):
                 m.best_state = {k: v.clone() for k, v in m.params.items()}
             m.history.append({"epoch": m.epoch, "epoch_time_s": round(epoch_time, 4), "ensemble_size": len(active),
                               **stats[i], **{f"val_{k}": v for k, v in vals[i].items()}})
             m.epoch += 1
-            m.ctx.write_history(m.history)
-            m.ctx.save_checkpoint(_checkpoint(m))
             if m.stopper.should_stop or m.epoch >= max_epochs:
+                m.ctx.write_history(m.history)
                 _finish(m, on_done)
+            elif save:
+                m.ctx.write_history(m.history)
+                m.ctx.save_checkpoint(_checkpoint(m))
+        if save:
+            last_save = time.monotonic()
         rnd += 1
         if bar is not None:
             bar.update(1)

@@ -76,6 +76,7 @@ def test_member_trained_alone_follows_its_own_seed(configs, tmp_path):
 
 
 def test_killed_group_resumes_to_the_same_metrics(configs, tmp_path, monkeypatch):
+    monkeypatch.setattr(ensemble, "CHECKPOINT_EVERY_S", 0.0)  # every round
     """Killed after a whole round of checkpoints, the group resumes and ends exactly as uninterrupted."""
     runs.execute_many(configs, results=tmp_path / "a", show_progress=False)
     original, calls = runs.RunContext.save_checkpoint, {"n": 0}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from timerepro import registry, runs
+from timerepro import ensemble, registry, runs
 
 
 @pytest.fixture
@@ -40,7 +40,8 @@ def test_complete_run_is_not_redone(config, tmp_path):
     assert (d / "metrics.json").stat().st_mtime_ns == stamp
 
 
-def test_killed_run_resumes_to_the_same_metrics(config, tmp_path, kill_then_resume):
+def test_killed_run_resumes_to_the_same_metrics(config, tmp_path, kill_then_resume, monkeypatch):
+    monkeypatch.setattr(ensemble, "CHECKPOINT_EVERY_S", 0.0)  # a checkpoint every epoch
     reference = runs.execute(config, results=tmp_path / "a", show_progress=False)
     expected = json.loads((reference / "metrics.json").read_text())
     d = kill_then_resume(config, tmp_path / "b", after=3)

@@ -79,16 +79,23 @@ def _setup(config: dict, ctx) -> ensemble.Member:
     return member
 
 
-def _dropout_masks(members: list[ensemble.Member], model, batch: int, n_events: int, p: float) -> list[torch.Tensor] | None:
-    """Scaled keep-masks for every dropout site, one draw per member from its own generator: (S, *site)."""
-    if p == 0:
-        return None
-    shapes = model.dropout_shapes(batch, n_events)
-    sizes = [int(np.prod(s)) for s in shapes]
-    # (S, total) uniforms, one row per member, then split per site and viewed as (S, *shape)
-    u = torch.stack([torch.rand(sum(sizes), generator=m.generators["dropout"]) for m in members])
-    keep = (u >= p).float() / (1 - p)
-    return [chunk.view(len(members), *shape) for chunk, shape in zip(keep.split(sizes, dim=1), shapes)]
+def _dropout_uniforms(members: list[ensemble.Member], model, n: int, batch: int, n_events: int) -> torch.Tensor:
+    """One epoch of uniforms for every dropout site of every step, one draw per member: (S, total)."""
+    total = sum(int(np.prod(s)) for start in range(0, n, batch)
+                for s in model.dropout_shapes(min(batch, n - start), n_events))
+    return torch.stack([torch.rand(total, generator=m.generators["dropout"]) for m in members])
+
+
+def _dropout_masks(uniforms: torch.Tensor, offset: int, model, batch: int, n_events: int,
+                   p: float) -> tuple[list[torch.Tensor], int]:
+    """This step's scaled keep-masks (S, *site) cut from the epoch's uniforms, and the next offset."""
+    masks = []
+    for shape in model.dropout_shapes(batch, n_events):
+        size = int(np.prod(shape))
+        u = uniforms[:, offset : offset + size]
+        masks.append(((u >= p).float() / (1 - p)).view(len(uniforms), *shape))
+        offset += size
+    return masks, offset
 
 
 def run_group(configs: list[dict], ctxs: list, finish) -> None:
@@ -99,17 +106,21 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
     forward = ensemble.vmapped(model)
     batch, p, n_events = config["batch_size"], config["dropout"], config["data"]["n_events"]
 
-    def train_epoch(active, params, buffers, opt, rnd) -> list[dict]:
+    def train_epoch(active, flat, buffers, opt, rnd) -> list[dict]:
         forward.base.train()
         rows = torch.arange(len(active)).unsqueeze(1)  # (S, 1): gathers each member's own rows
         dt, x, y = (torch.stack([m.data["tensors"]["train"][j] for m in active]) for j in range(3))  # (S, N, M), (S, N)
         n = y.shape[1]
         order = torch.stack([torch.randperm(n, generator=m.generators["order"]) for m in active])  # (S, N)
+        uniforms = _dropout_uniforms(active, model, n, batch, n_events) if p > 0 else None
+        offset = 0
         total = torch.zeros(len(active))
         for i in range(0, n, batch):
             idx = order[:, i : i + batch]  # (S, b)
-            drops = _dropout_masks(active, model, idx.shape[1], n_events, p)
-            logits, _ = forward(params, buffers, dt[rows, idx], x[rows, idx], drops)  # (S, b)
+            drops = None
+            if uniforms is not None:
+                drops, offset = _dropout_masks(uniforms, offset, model, idx.shape[1], n_events, p)
+            logits, _ = forward(flat.views(), buffers, dt[rows, idx], x[rows, idx], drops)  # (S, b)
             losses = F.binary_cross_entropy_with_logits(logits, y[rows, idx], reduction="none").mean(1)  # (S,)
             opt.zero_grad()
             losses.sum().backward()  # members share no parameter: each gets its own loss's gradient
