@@ -14,6 +14,8 @@ over the batch:
 * `uniform(nodes, times, k, rng)`: k draws with replacement among the interactions before t,
   returned in time order (DyGLib's 'uniform'); with a `numpy.random.RandomState` the draws are the
   very numbers DyGLib's per-query `random_state.choice` loop would take;
+* `time_interval_aware(nodes, times, k, rng, scale)`: k draws with replacement, probability
+  proportional to exp(scale * (t_j - t)) (CAWN's sampling), returned in time order;
 * `history(nodes, times, max_len)`: the full first-order history (its `max_len` most recent
   interactions), right-padded with 0 to the longest row of the batch, as DyGFormer reads it;
 * `multi_hop(...)`: DyGLib's `get_multi_hop_neighbors` (hop h+1 queried at the hop-h neighbours'
@@ -172,6 +174,48 @@ class TemporalNeighbors:
         valid[rows] = True
         return self._gather(start[:, None] + offsets, valid)
 
+    def time_interval_aware(self, nodes, times, k: int, rng, scale: float) -> Neighborhood:
+        """k draws with replacement among the interactions strictly before each query time t, the
+        interaction at t_j drawn with probability proportional to exp(scale * (t_j - t)) (CAWN's
+        time-interval-aware sampling, Wang et al. 2021, Sec. 4.1), sorted by time; rows without
+        history are all padding and consume no random numbers. scale = 0 is uniform sampling.
+
+        rng: numpy RandomState or Generator; one uniform number per draw (inverse CDF)."""
+        if k <= 0:
+            raise ValueError("k must be positive")
+        if not scale >= 0:
+            raise ValueError(f"scale must be >= 0, got {scale}")
+        start, end, _ = self._bounds(nodes, times)
+        count = end - start
+        rows = np.flatnonzero(count > 0)
+        offsets = np.zeros((len(count), k), dtype=np.int64)
+        if len(rows):
+            r_start, r_count = start[rows], count[rows]
+            # every visible entry of every row with history, flattened: (sum of counts,)
+            row_of = np.repeat(np.arange(len(rows)), r_count)
+            first = np.cumsum(r_count) - r_count  # (R,) first flat position of each row
+            flat = r_start[row_of] + (np.arange(row_of.size) - first[row_of])
+            # weights relative to each row's latest visible time: in (0, 1], the latest is 1, no overflow
+            latest = self.times[r_start + r_count - 1]
+            w = np.exp(scale * (self.times[flat] - latest[row_of]))
+            cum = np.cumsum(w)  # (sum of counts,) running total over all rows
+            base = np.where(first > 0, cum[first - 1], 0.0)  # (R,) total before each row
+            total = cum[first + r_count - 1] - base  # (R,) >= 1
+            if isinstance(rng, np.random.RandomState):
+                u = rng.random_sample((len(rows), k))
+            elif isinstance(rng, np.random.Generator):
+                u = rng.random((len(rows), k))
+            else:
+                raise TypeError("rng must be a numpy RandomState or Generator")
+            # inverse CDF within each row: first flat position whose running total exceeds the target
+            pos = np.searchsorted(cum, base[:, None] + u * total[:, None], side="right")
+            pos = np.clip(pos, first[:, None], (first + r_count - 1)[:, None])  # float rounding at the ends
+            # slices are time-sorted, so sorting offsets sorts by time
+            offsets[rows] = np.sort(pos - first[:, None], axis=1)
+        valid = np.zeros((len(count), k), dtype=bool)
+        valid[rows] = True
+        return self._gather(start[:, None] + offsets, valid)
+
     def history(self, nodes, times, max_len: int | None = None) -> History:
         """Each node's interactions strictly before its time (the `max_len` most recent if given),
         oldest first, right-padded with 0 to the longest row of the batch (DyGFormer's layout)."""
@@ -186,10 +230,11 @@ class TemporalNeighbors:
         ids, eids, ts = self._gather(idx, col < length[:, None])
         return History(ids, eids, ts, length.astype(np.int64))
 
-    def multi_hop(self, nodes, times, k: int, num_hops: int, strategy: str = "recent", rng=None):
-        """DyGLib's get_multi_hop_neighbors: hop 1 as `most_recent`/`uniform`; hop h+1 queries every
-        hop-h neighbour at its interaction time. Returns three lists (ids, edge ids, times) of
-        num_hops arrays of shape (B, k ** hop)."""
+    def multi_hop(self, nodes, times, k: int, num_hops: int, strategy: str = "recent", rng=None,
+                  time_scaling_factor: float = 0.0):
+        """DyGLib's get_multi_hop_neighbors: hop 1 as `most_recent`/`uniform`/`time_interval_aware`
+        (with `time_scaling_factor`); hop h+1 queries every hop-h neighbour at its interaction time.
+        Returns three lists (ids, edge ids, times) of num_hops arrays of shape (B, k ** hop)."""
         if num_hops <= 0:
             raise ValueError("num_hops must be positive")
         nodes = np.asarray(nodes, dtype=np.int64)
@@ -200,7 +245,9 @@ class TemporalNeighbors:
                 return self.most_recent(n, t, k)
             if strategy == "uniform":
                 return self.uniform(n, t, k, rng)
-            raise ValueError(f"unknown strategy {strategy!r}; use 'recent' or 'uniform'")
+            if strategy == "time_interval_aware":
+                return self.time_interval_aware(n, t, k, rng, time_scaling_factor)
+            raise ValueError(f"unknown strategy {strategy!r}; use 'recent', 'uniform' or 'time_interval_aware'")
 
         out_ids, out_eids, out_times = [], [], []
         q_nodes, q_times = nodes, np.asarray(times, dtype=np.float64)

@@ -15,6 +15,15 @@
 Metric names: `{val|test}_{transductive|inductive}_{negatives}_{ap|auc|ap_whole|auc_whole}`.
 A backbone is one entry of MODELS: `builder(config, data, split, train_graph) -> module` with
 `pair_embeddings(src, dst, times) -> (h_src, h_dst)`, `set_graph(neighbors, rng)` and `out_dim`.
+A backbone with a state that evolves with the stream (TGN's memory) also has the optional hooks the
+task calls when present (`_hook`), as DyGLib drives its memory bank:
+`reset_state()` at the start of every training epoch; `observe(src, dst, times, edge_ids)` after each
+batch of positives has been scored (training: after `backward`, before the optimizer step; evaluation:
+after the batch's negatives too), so a batch never sees its own edges; `backup_state(name)` /
+`restore_state(name)`: copies kept in the backbone's `state_dict` (hence in checkpoints), taken at the
+end of each training epoch ("train_end") and after model selection ("val_end"): validation parts start
+from the end of training, test parts from the end of validation. `pair_embeddings` must not change
+that state.
 """
 
 from __future__ import annotations
@@ -32,7 +41,11 @@ from timerepro.data.prepare import prepare
 from timerepro.graphs.evaluate import batched_metrics
 from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_sampler
 from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.dygformer import DyGFormer, dygformer_hparams, recency_index_stats
+from timerepro.models.graph.attention_record import RECORDABLE, attention_records, record_attention, sample_edges
+from timerepro.models.graph.cawn import CAWN
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
+from timerepro.models.graph.tgn import TGN
 from timerepro.train import fit
 
 # DyGLib's seeds of the neighbour samplers' streams (uniform sampling), reset at every set_graph
@@ -68,16 +81,73 @@ def train_time_stats(data: CTDGData, split: LinkSplit, train_graph: TemporalNeig
 # ------------------------------------------------------------------ model registry
 
 def build_tgat(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGAT:
+    """TGAT; statistics of what the encoder reads on the training split (t - t_k, or recency indices 1..k)."""
     k = int(config["num_neighbors"])
-    mean, std = train_time_stats(data, split, train_graph, k)
+    time_input = config.get("time_input", "time")
+    if time_input == "position":
+        ranks = np.arange(1, k + 1, dtype=np.float64)  # every full neighbourhood holds indices 1..k once
+        mean, std = float(ranks.mean()), float(ranks.std())
+    else:
+        mean, std = train_time_stats(data, split, train_graph, k)
     return TGAT(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
                 time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
                 num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
-                sampling=config.get("neighbor_sampling", "recent"))
+                sampling=config.get("neighbor_sampling", "recent"), time_input=time_input)
+
+
+def build_dygformer(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> DyGFormer:
+    """DyGFormer, DyGFormer-separate or DyGDecoder (`config["model"]`); statistics of what the
+    encoder reads on the training split: t - t_k over the kept histories, or the recency indices."""
+    hp = dygformer_hparams(config)
+    k = hp["max_input_sequence_length"] - 1
+    if hp["time_input"] == "position":
+        src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
+        mean, std = recency_index_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k)
+    else:
+        mean, std = train_time_stats(data, split, train_graph, k)
+    return DyGFormer(data.node_feat, data.edge_feat, time_mean=mean, time_std=std, **hp)
+
+
+def with_dataset_defaults(config: dict) -> dict:
+    """The config with `dataset_defaults[<dataset>]`, then `dataset_defaults["default"]`, filling the keys
+    it does not set (DyGLib's per-dataset best configurations in params/models.yaml)."""
+    per_dataset = config.get("dataset_defaults", {})
+    return {**per_dataset.get("default", {}), **per_dataset.get(str(config.get("dataset")), {}), **config}
+
+
+def build_tgn(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGN:
+    """TGN (DyGLib's MemoryModel): statistics of t - t_k over the num_neighbors most recent training
+    interactions, as for TGAT (the attention's differences)."""
+    config = with_dataset_defaults(config)
+    k = int(config["num_neighbors"])
+    mean, std = train_time_stats(data, split, train_graph, k)
+    return TGN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
+               time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
+               num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
+               sampling=config.get("neighbor_sampling", "recent"))
+
+
+def build_cawn(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> CAWN:
+    """CAWN (DyGLib's CAWN): statistics of t - t_k over the num_neighbors most recent training
+    interactions (the first hop of the walks)."""
+    config = with_dataset_defaults(config)
+    k = int(config["num_neighbors"])
+    mean, std = train_time_stats(data, split, train_graph, k)
+    return CAWN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
+                time_mean=mean, time_std=std, position_dim=int(config["position_dim"]),
+                walk_length=int(config["walk_length"]), num_walk_heads=int(config["num_walk_heads"]),
+                num_neighbors=k, dropout=float(config["dropout"]),
+                sampling=config.get("neighbor_sampling", "time_interval_aware"),
+                time_scaling_factor=float(config.get("time_scaling_factor", 1e-6)))
 
 
 MODELS: dict[str, Callable[[dict, CTDGData, LinkSplit, TemporalNeighbors], nn.Module]] = {
     "tgat": build_tgat,
+    "tgn": build_tgn,
+    "cawn": build_cawn,
+    "dygformer": build_dygformer,
+    "dygformer_separate": build_dygformer,
+    "dygdecoder": build_dygformer,
 }
 
 
@@ -93,6 +163,13 @@ class LinkPredictionModel(nn.Module):
         """src, dst, times: (B,) numpy arrays -> (B,) logits."""
         h_src, h_dst = self.backbone.pair_embeddings(src, dst, times)
         return self.predictor(h_src, h_dst)
+
+
+def _hook(model: LinkPredictionModel, name: str, *args) -> None:
+    """Call the backbone's optional state hook `name` if it has one (see the module docstring)."""
+    method = getattr(model.backbone, name, None)
+    if method is not None:
+        method(*args)
 
 
 def _neighbor_rng(seed: int) -> np.random.RandomState:
@@ -122,6 +199,7 @@ def evaluate(model: LinkPredictionModel, data: CTDGData, idx: np.ndarray, sample
         neg_src, neg_dst = sampler.sample_for_batch(src, dst, ts)
         pos.append(torch.sigmoid(model(src, dst, ts)).cpu())
         neg.append(torch.sigmoid(model(neg_src, neg_dst, ts)).cpu())
+        _hook(model, "observe", src, dst, ts, data.edge_ids[b])  # the batch's edges, after its predictions
     pos_p, neg_p = torch.cat(pos), torch.cat(neg)
     m = batched_metrics(pos_p.numpy(), neg_p.numpy(), batch_size=batch_size)
     probs = torch.cat([pos_p, neg_p])
@@ -143,6 +221,24 @@ def _load(config: dict) -> tuple[CTDGData, dict]:
             "label": m.get("label"), "sha256": shas[0] if len(shas) == 1 else ",".join(map(str, shas)),
             "sources": m.get("sources")}
     return data, info
+
+
+def _record_attention(model: LinkPredictionModel, data: CTDGData, split: LinkSplit, graph: TemporalNeighbors,
+                      k: int, seed: int, ctx) -> None:
+    """linear_time Figures 7-12: last-layer attention of k sampled test edges, one row per (query, key)
+    pair of real patches, written as attention_records.npz (columns of `attention_record.attention_records`)."""
+    import io
+
+    from timerepro.io import atomic_write_bytes
+
+    idx = sample_edges(np.flatnonzero(split.test), k, seed=seed)
+    _hook(model, "restore_state", "val_end")
+    model.backbone.set_graph(graph, _neighbor_rng(EVAL_NEIGHBOR_SEED))
+    recorded = record_attention(model.backbone, data.src[idx], data.dst[idx], data.ts[idx])
+    columns = attention_records(recorded, causal=model.backbone.causal)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **columns)
+    atomic_write_bytes(ctx.dir / "attention_records.npz", buf.getvalue())
 
 
 def run(config: dict, ctx) -> dict:
@@ -181,6 +277,7 @@ def run(config: dict, ctx) -> dict:
         # the training negatives of epoch e come from a stream seeded by (seed, e): a resumed run
         # draws exactly the negatives the uninterrupted run drew
         negatives.random_state = np.random.RandomState([seed, epoch])
+        _hook(model, "reset_state")  # DyGLib: fresh memory at the start of every epoch
         total, count = 0.0, 0
         for start in ctx.progress(range(0, len(train_idx), batch_size), desc=f"epoch {epoch}"):
             b = train_idx[start:start + batch_size]
@@ -191,9 +288,11 @@ def run(config: dict, ctx) -> dict:
             loss = F.binary_cross_entropy_with_logits(logits, labels)
             opt.zero_grad()
             loss.backward()
+            _hook(model, "observe", src, dst, ts, data.edge_ids[b])  # with the parameters that scored the batch
             opt.step()
             total += loss.item() * len(b)
             count += len(b)
+        _hook(model, "backup_state", "train_end")  # where validation starts (DyGLib's train backup)
         return {"train_loss": total / max(count, 1)}
 
     def validate() -> dict:
@@ -205,16 +304,21 @@ def run(config: dict, ctx) -> dict:
 
     metrics: dict = {}
     evaluated: dict = {}
+    _hook(model, "backup_state", "val_end")  # the best state has seen the validation edges
     for strategy in eval_negatives:
         samplers = monitor_samplers if strategy == monitor_negatives else dyglib_eval_samplers(data, split, strategy)
         for sampler_name, mask_name, prefix in PARTS:
             if sampler_name not in samplers:
                 continue  # no new-node edge in this split (tiny graphs)
             idx = np.flatnonzero(getattr(split, mask_name))
+            _hook(model, "restore_state", "train_end" if prefix.startswith("val") else "val_end")
             m = evaluate(model, data, idx, samplers[sampler_name], full_graph, batch_size)
             evaluated[f"{prefix}_{strategy}"] = m["n_edges"]
             for key in ("ap", "auc", "ap_whole", "auc_whole"):
                 metrics[f"{prefix}_{strategy}_{key}"] = m[key]
+
+    if int(config.get("record_attention", 0)) > 0 and config["model"] in RECORDABLE:
+        _record_attention(model, data, split, full_graph, int(config["record_attention"]), seed, ctx)
 
     epoch_times = [row["epoch_time_s"] for row in result.history]
     metrics.update({

@@ -102,6 +102,15 @@ class TemporalAttention(nn.Module):
         return out, attn
 
 
+def recency_ranks(times: np.ndarray) -> np.ndarray:
+    """(B, k) neighbour times -> their recency index within each row: 1 for the latest, k for the oldest
+    (padding, time 0, ranks last and is masked anyway)."""
+    order = np.argsort(-times, axis=1, kind="stable")  # latest first
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(1, times.shape[1] + 1), times.shape), axis=1)
+    return ranks
+
+
 class TGAT(nn.Module):
     """TGAT backbone: node embeddings at given times from sampled temporal neighbours.
 
@@ -114,8 +123,11 @@ class TGAT(nn.Module):
 
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, encoder: str = "cosine", time_dim: int = 100,
                  time_mean: float = 0.0, time_std: float = 1.0, num_layers: int = 2, num_heads: int = 2,
-                 num_neighbors: int = 20, dropout: float = 0.1, sampling: str = "recent"):
+                 num_neighbors: int = 20, dropout: float = 0.1, sampling: str = "recent", time_input: str = "time"):
         super().__init__()
+        if time_input not in ("time", "position"):
+            raise ValueError(f"time_input must be 'time' or 'position', got {time_input!r}")
+        self.time_input = time_input  # 'position': encode neighbours' recency indices 1..k instead of t - t_k (Table 6)
         if sampling not in SAMPLING:
             raise ValueError(f"unknown neighbour sampling {sampling!r}; known: {SAMPLING}")
         if num_layers < 1 or num_neighbors < 1:
@@ -180,8 +192,11 @@ class TGAT(nn.Module):
         k = hood.neighbor_ids.shape[1]
         # neighbours at their own interaction times: (B * k,) queries -> (B, k, d_node)
         h_nbr = self._embed(hood.neighbor_ids.ravel(), hood.times.ravel().astype(np.float64), layer - 1).reshape(n, k, -1)
-        # time differences t - t_k in float64, then float32 for the encoder (as DyGLib): (B, k)
-        dt = torch.from_numpy(times[:, None] - hood.times.astype(np.float64)).float().to(device)
+        if self.time_input == "position":
+            dt = torch.from_numpy(recency_ranks(hood.times)).float().to(device)  # (B, k): 1 = most recent
+        else:
+            # time differences t - t_k in float64, then float32 for the encoder (as DyGLib): (B, k)
+            dt = torch.from_numpy(times[:, None] - hood.times.astype(np.float64)).float().to(device)
         phi_nbr = self.time_encoder(dt)  # (B, k, d_T)
         phi_self = self.time_encoder(torch.zeros(n, device=device))  # (B, d_T): Phi(0), the query's own time
         e_nbr = self.edge_feat[self._index(hood.edge_ids)]  # (B, k, d_edge)

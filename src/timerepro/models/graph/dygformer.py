@@ -1,0 +1,298 @@
+"""DyGFormer (Yu et al. 2023) and linear_time's two variants, DyGFormer-separate and DyGDecoder.
+
+linear_time, Appendix A.2 and section 3.3, for a candidate edge (u, v, t):
+
+    S_u, S_v   first-hop histories before t (the most recent L - 1) plus the node itself
+    X_i        = f1(P_V) || f2(P_E) || f3(P_T) || f4(P_C)   channels patched (P positions) and projected
+    X_C        = f_C(C[:, 1]) + f_C(C[:, 2])                 neighbour co-occurrence encoding
+    dygformer           transformer over [X_u; X_v]; mean over u's (v's) patches -> linear -> h_u (h_v)
+    dygformer_separate  transformer over X_u and X_v separately; mean pooling per sequence
+    dygdecoder          separate sequences, a learnable BOS embedding first, causal attention,
+                        the target node's patch (last non-padding patch) read out
+
+Where the paper is silent this follows DyGLib's `models/DyGFormer.py` and, for the two variants,
+the authors' code (hsinghuan/dg-linear-time, `src/models/modules/dygformer.py`, `dygdecoder.py`);
+both read, not copied. docs/dygformer.md lists every decision. The temporal channel width d_tc
+(Figure 6) is `time_channel_dim`; the others are `channel_dim` (d_ch). `time_input="position"`
+feeds the encoder the event's recency index instead of t - t_k (Table 6's positional control).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from timerepro.encoders import make_encoder
+from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences, patch
+from timerepro.graphs.neighbors import History, TemporalNeighbors
+
+VARIANTS = ("dygformer", "dygformer_separate", "dygdecoder")
+TIME_INPUTS = ("time", "position")
+
+
+# ------------------------------------------------------------------ sequences
+
+def decoder_sequences(neighbors: TemporalNeighbors, nodes, times, max_input_sequence_length: int,
+                      patch_size: int = 1) -> History:
+    """The authors' DyGDecoder layout: [history oldest first, the node itself (edge 0, time t), 0s].
+
+    Same content and width as `dygformer_sequences`, but the node itself comes right after its
+    history, so that with a causal mask its position sees the whole history; `lengths` counts the
+    node plus its kept history (the node sits at position lengths - 1)."""
+    if max_input_sequence_length < 2:
+        raise ValueError("max_input_sequence_length must be at least 2 (the node itself plus one neighbour)")
+    nodes = np.asarray(nodes, dtype=np.int64)
+    times = np.asarray(times, dtype=np.float64)
+    hist = neighbors.history(nodes, times, max_input_sequence_length - 1)
+    kept = hist.neighbor_ids.shape[1]
+    width = kept + 1 + (-(kept + 1)) % patch_size
+    batch = len(nodes)
+    ids = np.zeros((batch, width), dtype=np.int64)
+    eids = np.zeros((batch, width), dtype=np.int64)
+    ts = np.zeros((batch, width), dtype=hist.times.dtype)
+    ids[:, :kept], eids[:, :kept], ts[:, :kept] = hist.neighbor_ids, hist.edge_ids, hist.times
+    rows = np.arange(batch)
+    ids[rows, hist.lengths], ts[rows, hist.lengths] = nodes, times  # right after the history
+    return History(ids, eids, ts, hist.lengths + 1)
+
+
+def recency_index(seq: History, node_last: bool) -> np.ndarray:
+    """(B, L) event index counted back from the query: the node itself 0, its most recent
+    interaction 1, the one before 2, ...; padding 0. Table 6's positional input."""
+    width = seq.neighbor_ids.shape[1]
+    pos = np.arange(width)[None, :]  # (1, L)
+    n_hist = (seq.lengths - 1)[:, None]  # (B, 1) history entries kept
+    # DyGLib layout: self at 0, history at 1..n oldest first -> n - j + 1; decoder: history at
+    # 0..n-1, self at n -> n - j
+    index = n_hist - pos if node_last else np.where(pos == 0, 0, n_hist - pos + 1)
+    return np.where(seq.neighbor_ids != 0, index, 0).astype(np.float64)
+
+
+def recency_index_stats(neighbors: TemporalNeighbors, nodes, times, max_len: int) -> tuple[float, float]:
+    """Mean and population std of the recency indices 1..n (n = kept history, at most `max_len`) of
+    the queries: the positional input's counterpart of the time-difference statistics. (0, 1)
+    without history; std 1 when all indices are equal."""
+    n = np.minimum(neighbors.count_before(nodes, times), max_len).astype(np.float64)  # (Q,)
+    total = n.sum()
+    if total == 0:
+        return 0.0, 1.0
+    # sum_{i<=n} i = n(n+1)/2 and sum_{i<=n} i^2 = n(n+1)(2n+1)/6, over every query
+    mean = (n * (n + 1) / 2).sum() / total
+    var = (n * (n + 1) * (2 * n + 1) / 6).sum() / total - mean**2
+    std = float(np.sqrt(max(var, 0.0)))
+    return float(mean), std if std > 0 else 1.0
+
+
+def dygformer_hparams(config: dict) -> dict:
+    """Constructor arguments of `DyGFormer` from a run config. A key set in the config wins; then
+    `dataset_defaults[<dataset>]`, then `dataset_defaults["default"]` (DyGLib's per-dataset best
+    configuration, params/models.yaml); d_T falls back to `d_T_by_encoder` (1 for linear)."""
+    per_dataset = config.get("dataset_defaults", {})
+    fallback = {**per_dataset.get("default", {}), **per_dataset.get(str(config.get("dataset")), {})}
+    encoder = config.get("encoder", "cosine")
+    by_encoder = config.get("d_T_by_encoder", {})
+
+    def pick(key, default=None):
+        return config.get(key, fallback.get(key, default))
+
+    time_dim = config.get("d_T", by_encoder.get(encoder, by_encoder.get("default", 100)))
+    d_tc = pick("d_tc")
+    return dict(variant=config["model"], encoder=encoder, time_dim=int(time_dim), channel_dim=int(pick("d_ch", 50)),
+                time_channel_dim=None if d_tc is None else int(d_tc), patch_size=int(pick("patch_size", 1)),
+                max_input_sequence_length=int(pick("max_input_sequence_length", 32)),
+                num_layers=int(pick("num_layers", 2)), num_heads=int(pick("num_heads", 2)),
+                dropout=float(pick("dropout", 0.1)), time_input=pick("time_input", "time"))
+
+
+# ------------------------------------------------------------------ layers
+
+class CooccurrenceEncoder(nn.Module):
+    """f_C: each count (B, L, 2) -> Linear(1, d) ReLU Linear(d, d), summed over the two columns."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.encode = nn.Sequential(nn.Linear(1, dim), nn.ReLU(), nn.Linear(dim, dim))
+
+    def forward(self, counts: torch.Tensor) -> torch.Tensor:
+        # (B, L, 2) -> (B, L, 2, 1) -> (B, L, 2, d) -> sum over the two counts -> (B, L, d)
+        return self.encode(counts.unsqueeze(-1)).sum(dim=2)
+
+
+class TransformerLayer(nn.Module):
+    """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d)."""
+
+    def __init__(self, dim: int, num_heads: int, dropout: float):
+        super().__init__()
+        if dim % num_heads:
+            raise ValueError(f"attention width {dim} must be divisible by num_heads = {num_heads}")
+        self.attention = nn.MultiheadAttention(dim, num_heads, dropout=dropout, batch_first=True)
+        self.norm_attn = nn.LayerNorm(dim)
+        self.norm_ffn = nn.LayerNorm(dim)
+        self.ffn_in = nn.Linear(dim, 4 * dim)
+        self.ffn_out = nn.Linear(4 * dim, dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, causal: bool = False,
+                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, L, d) -> (B, L, d) and, if asked, the head-averaged attention (B, L, L), rows = queries."""
+        length = x.shape[1]
+        # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
+        mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
+        h = self.norm_attn(x)
+        out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
+        x = x + self.dropout(out)
+        x = x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+        return x, weights
+
+
+class Encoded(NamedTuple):
+    """One side's transformer input: patches (B, Lp, d), its sequence and per-patch bookkeeping."""
+
+    patches: torch.Tensor
+    seq: History
+    counts: np.ndarray  # (B, L, 2) co-occurrence counts fed to f_C
+
+
+# ------------------------------------------------------------------ the model
+
+class DyGFormer(nn.Module):
+    """DyGFormer backbone and its variants: node embeddings (B, d_node) for the endpoints of B edges.
+
+    node_feat (N+1, d_node) and edge_feat (E+1, d_edge) are the padded feature tables of a
+    `CTDGData` (row 0 = padding), kept as non-persistent buffers. The time encoder is
+    `make_encoder(encoder, time_dim, mean=time_mean, std=time_std)`. `set_graph` chooses the
+    interactions visible to the model; the graph must be set before the first call.
+    """
+
+    def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, variant: str = "dygformer",
+                 encoder: str = "cosine", time_dim: int = 100, time_mean: float = 0.0, time_std: float = 1.0,
+                 channel_dim: int = 50, time_channel_dim: int | None = None, patch_size: int = 1,
+                 max_input_sequence_length: int = 32, num_layers: int = 2, num_heads: int = 2,
+                 dropout: float = 0.1, time_input: str = "time"):
+        super().__init__()
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown DyGFormer variant {variant!r}; known: {VARIANTS}")
+        if time_input not in TIME_INPUTS:
+            raise ValueError(f"unknown time_input {time_input!r}; known: {TIME_INPUTS}")
+        if patch_size < 1 or max_input_sequence_length < 2 or num_layers < 1:
+            raise ValueError("patch_size >= 1, max_input_sequence_length >= 2 and num_layers >= 1 are required")
+        self.register_buffer("node_feat", torch.as_tensor(np.asarray(node_feat), dtype=torch.float32), persistent=False)
+        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        self.variant = variant
+        self.time_input = time_input
+        self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
+        self.time_dim = time_dim
+        self.channel_dim = channel_dim
+        self.time_channel_dim = channel_dim if time_channel_dim is None else int(time_channel_dim)
+        self.patch_size = patch_size
+        self.max_input_sequence_length = max_input_sequence_length
+        self.time_mean, self.time_std = float(time_mean), float(time_std)
+        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std)
+        self.cooccurrence = CooccurrenceEncoder(channel_dim)
+        p = patch_size
+        self.projection = nn.ModuleDict({
+            "node": nn.Linear(p * self.node_dim, channel_dim),
+            "edge": nn.Linear(p * self.edge_dim, channel_dim),
+            "time": nn.Linear(p * time_dim, self.time_channel_dim),
+            "cooccurrence": nn.Linear(p * channel_dim, channel_dim),
+        })
+        self.model_dim = 3 * channel_dim + self.time_channel_dim
+        self.layers = nn.ModuleList(TransformerLayer(self.model_dim, num_heads, dropout) for _ in range(num_layers))
+        self.output = nn.Linear(self.model_dim, self.node_dim)
+        if variant == "dygdecoder":
+            # the authors' BOS: one learnable row of the model width, standard normal init
+            self.bos = nn.Parameter(torch.randn(1, 1, self.model_dim))
+        self.neighbors: TemporalNeighbors | None = None
+
+    @property
+    def out_dim(self) -> int:
+        return self.node_dim
+
+    @property
+    def causal(self) -> bool:
+        return self.variant == "dygdecoder"
+
+    def set_graph(self, neighbors: TemporalNeighbors, rng=None) -> None:
+        """Interactions the model may look at (histories are deterministic: `rng` is unused)."""
+        self.neighbors = neighbors
+
+    # ---- inputs
+    def sequences(self, nodes, times) -> History:
+        """The padded (B, L) sequence of each node at its time, in this variant's layout."""
+        if self.neighbors is None:
+            raise RuntimeError("call set_graph(neighbors) before computing embeddings")
+        build = decoder_sequences if self.causal else dygformer_sequences
+        return build(self.neighbors, nodes, times, self.max_input_sequence_length, self.patch_size)
+
+    def _index(self, ids: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.node_feat.device)
+
+    def _channels(self, seq: History, times: np.ndarray, counts: np.ndarray) -> torch.Tensor:
+        """(B, L) sequence -> projected patches (B, L/P, 3 d_ch + d_tc)."""
+        device = self.node_feat.device
+        valid = torch.from_numpy(seq.neighbor_ids != 0).to(device)  # (B, L)
+        node = self.node_feat[self._index(seq.neighbor_ids)]  # (B, L, d_node)
+        edge = self.edge_feat[self._index(seq.edge_ids)]  # (B, L, d_edge)
+        if self.time_input == "time":
+            # t - t_k in float64, then float32 for the encoder (DyGLib casts at the same place): (B, L)
+            dt = times[:, None] - seq.times.astype(np.float64)
+        else:
+            dt = recency_index(seq, node_last=self.causal)
+        phi = self.time_encoder(torch.from_numpy(dt).float().to(device))  # (B, L, d_T)
+        phi = phi * valid.unsqueeze(-1)  # DyGLib: zero time features at padding
+        cooc = self.cooccurrence(torch.from_numpy(counts).to(device))  # (B, L, d_ch)
+        p = self.patch_size
+        # each channel (B, L, d_c) -> (B, L/P, P d_c) -> (B, L/P, d_ch or d_tc), concatenated
+        return torch.cat([self.projection["node"](patch(node, p)), self.projection["edge"](patch(edge, p)),
+                          self.projection["time"](patch(phi, p)), self.projection["cooccurrence"](patch(cooc, p))],
+                         dim=-1)
+
+    def encode_inputs(self, src, dst, times) -> tuple[Encoded, Encoded]:
+        """Both sides' patches before the transformer, with their sequences and co-occurrence counts."""
+        times = np.asarray(times, dtype=np.float64)
+        seq_u, seq_v = self.sequences(src, times), self.sequences(dst, times)
+        counts_u, counts_v = cooccurrence_counts(seq_u.neighbor_ids, seq_v.neighbor_ids)  # (B, Lu, 2), (B, Lv, 2)
+        return (Encoded(self._channels(seq_u, times, counts_u), seq_u, counts_u),
+                Encoded(self._channels(seq_v, times, counts_v), seq_v, counts_v))
+
+    # ---- transformer
+    def _run(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        weights = None
+        for layer in self.layers:
+            x, weights = layer(x, causal=self.causal, need_weights=need_weights)
+        return x, weights
+
+    def _with_bos(self, x: torch.Tensor) -> torch.Tensor:
+        # (1, 1, d) -> (B, 1, d) ++ (B, Lp, d) -> (B, 1 + Lp, d)
+        return torch.cat([self.bos.expand(x.shape[0], 1, -1), x], dim=1)
+
+    def _readout(self, out: torch.Tensor, seq: History) -> torch.Tensor:
+        """Decoder: the patch holding the node itself (its last non-padding patch), after the BOS."""
+        rows = torch.arange(out.shape[0], device=out.device)
+        target = torch.from_numpy((seq.lengths - 1) // self.patch_size + 1).to(out.device)  # (B,)
+        return out[rows, target]  # (B, d)
+
+    def side_outputs(self, enc: Encoded, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One side through the transformer alone (separate and decoder variants): (B, d) pooled
+        output before the output layer, and the last layer's attention if asked."""
+        if self.causal:
+            out, weights = self._run(self._with_bos(enc.patches), need_weights)
+            return self._readout(out, enc.seq), weights
+        out, weights = self._run(enc.patches, need_weights)
+        return out.mean(dim=1), weights  # DyGLib: mean over every patch, padding included
+
+    def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
+        """Embeddings (B, d_node) of both endpoints of B candidate edges at their times."""
+        enc_u, enc_v = self.encode_inputs(src, dst, times)
+        if self.variant == "dygformer":
+            n_u = enc_u.patches.shape[1]
+            # (B, Lu, d) ++ (B, Lv, d) -> (B, Lu + Lv, d): one sequence, joint attention
+            out, _ = self._run(torch.cat([enc_u.patches, enc_v.patches], dim=1))
+            h_u, h_v = out[:, :n_u].mean(dim=1), out[:, n_u:].mean(dim=1)
+        else:
+            (h_u, _), (h_v, _) = self.side_outputs(enc_u), self.side_outputs(enc_v)
+        return self.output(h_u), self.output(h_v)
