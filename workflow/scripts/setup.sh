@@ -13,6 +13,7 @@ if ! python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '
   echo "[setup] installing torch==2.13.0 (CPU)"
   pip install -q torch==2.13.0
 fi
+# torch is already satisfied here, so packages that require an unpinned torch (easy-tpp) keep 2.13.0 CPU
 echo "[setup] installing timerepro with its workflow and dev extras"
 pip install -q -e ".[workflow,dev]"
 echo "[setup] done: $(python -m timerepro validate)"

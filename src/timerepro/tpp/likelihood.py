@@ -5,6 +5,8 @@ The model protocol (every TPP model of the project meets it):
     model.encode(time_seqs, type_seqs) -> hidden         [B, L] -> [B, L, D], h_j from events k <= j
     model.intensities_at(times_since_last, hidden)       [B, L, S], [B, L, D] -> [B, L, S, K]
       = lambda_c(t_j + s), the intensity after event j before event j+1
+    model.batch_log_likelihood(batch, ...) -> LogLikelihood   optional: replaces the computation below for a
+      model whose likelihood is not "log lambda minus a sampled integral" (timerepro.models.tpp.easytpp)
 
 As in EasyTPP, the hidden states of events 0..L-2 score events 1..L-1: the first event of each sequence is
 conditioned on, and the integral runs over (t_0, t_last]:
@@ -57,6 +59,8 @@ def log_likelihood(model, batch: Batch, *, num_samples: int = 20, sampling: str 
     if batch.type_seqs.size(1) < 2:  # only one-event sequences: nothing is scored
         empty = batch.time_delta_seqs[:, 1:]
         return LogLikelihood(empty, empty, batch.seq_non_pad_mask[:, 1:])
+    if hasattr(model, "batch_log_likelihood"):  # a likelihood not of this form (EasyTPP's ODETPP, FullyNN, IntensityFree)
+        return model.batch_log_likelihood(batch, num_samples=num_samples, sampling=sampling, generator=generator)
     hidden = model.encode(batch.time_seqs[:, :-1], batch.type_seqs[:, :-1])  # [B, L-1, D]
     mask = batch.seq_non_pad_mask[:, 1:]  # [B, L-1]
     dt = batch.time_delta_seqs[:, 1:] * mask  # [B, L-1]; padding (= K) zeroed

@@ -87,6 +87,8 @@ def predict_next(model, batch: Batch, cfg: ThinningConfig = ThinningConfig(),
                  generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """One-step prediction after every event but the last: (dtime [B, L-1], type [B, L-1]); labels are
     batch.time_delta_seqs[:, 1:], batch.type_seqs[:, 1:], masked by batch.seq_non_pad_mask[:, 1:]."""
+    if hasattr(model, "predict_next"):  # a model with its own predictor (EasyTPP's IntensityFree: no intensity)
+        return model.predict_next(batch, cfg, generator)
     hidden = model.encode(batch.time_seqs[:, :-1], batch.type_seqs[:, :-1])  # [B, L-1, D]
     last = batch.time_delta_seqs[:, :-1] * batch.seq_non_pad_mask[:, :-1]  # [B, L-1], padding (= K) zeroed
 

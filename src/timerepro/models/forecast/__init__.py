@@ -1,0 +1,1 @@
+"""Forecasting models (long-term multivariate forecasting, iTransformer protocol)."""
