@@ -140,7 +140,7 @@ class Registry:
             if key not in known_data:
                 raise ConfigError(path, f"{where}.data.{key}", f"unknown setting {key!r} of dataset {dataset!r}; known: {sorted(known_data)}")
         spec = self.tasks[exp["task"]]["parameters"]
-        named = _named_registries()
+        named = {**_named_registries(), "datasets": self._locked_datasets | set(self.datasets)}
         items = [(f"fixed.{k}", k, v) for k, v in exp.get("fixed", {}).items()]
         items += [(f"grid.{k}[{i}]", k, v) for k, vs in exp.get("grid", {}).items() for i, v in enumerate(vs)]
         for key_path, key, value in items:
@@ -182,7 +182,8 @@ class Registry:
             for seed in range(seeds):
                 identity = {k: exp[k] for k in ("model", "dataset", "datasets") if k in exp}
                 if task.get("uses_downloads"):
-                    identity["standin"] = self._scale(scale)["standin"]
+                    standin = self._scale(scale)["standin"]
+                    identity["standin"] = over.get("standin", standin) if standin else None
                 config = {
                     "paper": paper,
                     "experiment": experiment,

@@ -115,10 +115,10 @@ def provenance_summary(records: list[dict]) -> dict:
 
 
 def aggregate_paper(reg: Registry, paper: str, scale: str, results: Path | None = None) -> tuple[pd.DataFrame, dict]:
+    """Aggregate the complete runs of every implemented artifact; missing runs are counted."""
     from . import families
 
     families.load()
-    """Aggregate the complete runs of every implemented artifact; missing runs are counted."""
     results = results or results_dir()
     frames, provenance = [], {}
     for art in reg.implemented(paper):
@@ -129,10 +129,14 @@ def aggregate_paper(reg: Registry, paper: str, scale: str, results: Path | None 
         provenance[art["id"]] = summary
         if not records:
             continue
+        if art["aggregate"] not in AGGREGATORS:
+            raise KeyError(f"{paper}/{art['id']}: no aggregator {art['aggregate']!r} is registered; is its module "
+                           "listed in timerepro.report.families.FAMILY_MODULES?")
         rows = AGGREGATORS[art["aggregate"]](records)
         for row in rows:
             rs = row.pop("_records")
-            row.update({"paper": paper, "artifact": art["id"], "note": "", "scale": scale, "data": _data_label(rs)})
+            row.update({"paper": paper, "artifact": art["id"], "note": row.get("note", ""), "scale": scale,
+                        "data": _data_label(rs)})
         frames.append(pd.DataFrame(rows))
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     return df[COLUMNS], provenance

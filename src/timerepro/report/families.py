@@ -12,6 +12,9 @@ FAMILY_MODULES: tuple[str, ...] = (
     "timerepro.report.aggregate",
     "timerepro.report.figures",
     "timerepro.report.claims",
+    "timerepro.report.link_prediction",
+    "timerepro.report.forecasting",
+    "timerepro.report.tpp",
 )
 
 
