@@ -54,6 +54,11 @@ def run_id(config: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
+def model_tasks(model: dict) -> list[str]:
+    """The task families a model serves (`task:` in params/models.yaml, one name or a list)."""
+    return [model["task"]] if isinstance(model["task"], str) else list(model["task"])
+
+
 def _named_registries() -> dict[str, set]:
     from timerepro.names import ENCODER_LABELS
 
@@ -78,8 +83,9 @@ class Registry:
         from timerepro.tasks.registry import TASKS
 
         for name, model in self.models.items():
-            if model["task"] not in TASKS:
-                raise ConfigError(self.root / "models.yaml", f"{name}.task", f"unknown task {model['task']!r}; known: {sorted(TASKS)}")
+            for task in model_tasks(model):
+                if task not in TASKS:
+                    raise ConfigError(self.root / "models.yaml", f"{name}.task", f"unknown task {task!r}; known: {sorted(TASKS)}")
         run_defaults = load_yaml(self.root / "run.yaml") or {}
         if run_defaults.get("scale") not in self.scales["scales"]:
             raise ConfigError(self.root / "run.yaml", "scale", f"unknown scale {run_defaults.get('scale')!r}; known: {self.scale_names()}")
@@ -95,8 +101,8 @@ class Registry:
                 if "model" in exp:
                     if exp["model"] not in self.models:
                         raise ConfigError(path, f"{where}.model", f"unknown model {exp['model']!r}; known: {sorted(self.models)}")
-                    if self.models[exp["model"]]["task"] != exp["task"]:
-                        raise ConfigError(path, f"{where}.model", f"model {exp['model']!r} serves task {self.models[exp['model']]['task']!r}, not {exp['task']!r}")
+                    if exp["task"] not in model_tasks(self.models[exp["model"]]):
+                        raise ConfigError(path, f"{where}.model", f"model {exp['model']!r} serves {model_tasks(self.models[exp['model']])}, not {exp['task']!r}")
                 names = [("dataset", exp["dataset"])] if "dataset" in exp else [(f"datasets[{i}]", d) for i, d in enumerate(exp["datasets"])]
                 for key, name in names:
                     if name not in self.datasets and name not in self._locked_datasets:

@@ -38,6 +38,21 @@ def test_standins_are_seeded_and_skipped_when_up_to_date(data_root):
     assert raw.read_bytes() == before
 
 
+def test_standin_made_by_an_older_generator_is_regenerated(data_root):
+    import os
+
+    prepare("uci", standin="smoke")
+    raw_dir = data_root / "standin" / "smoke" / "raw" / "uci"
+    raw = raw_dir / "uci.zip"
+    os.utime(raw, ns=(1, 1))  # a recognisable stamp: untouched files keep it
+    prepare("uci", standin="smoke")
+    assert raw.stat().st_mtime_ns == 1  # made by the current generator: the cache is trusted
+    (raw_dir / standins.MARKER).write_text("version=1 seed=0")
+    prepare("uci", standin="smoke")
+    assert raw.stat().st_mtime_ns != 1  # made by an older generator: regenerated
+    assert (raw_dir / standins.MARKER).read_text() == standins.generator_stamp(0)
+
+
 def test_reddit_standin_is_deflate64_like_upstream(data_root):
     prepare("reddit", standin="smoke")
     raw = data_root / "standin" / "smoke" / "raw" / "reddit" / "reddit.zip"

@@ -87,3 +87,17 @@ def test_attention_map_cells_average_the_recorded_scores(tmp_path):
     assert {r["row_group"] for r in rows} == {"DyGDecoder | Linear | Reddit | source"}
     means = sorted(r["mean"] for r in rows)
     assert means == pytest.approx([0.3, 0.9])
+
+
+def test_node_classification_cells_and_claim():
+    recs = []
+    for model, enc, auc in (("tgat", "linear", 0.9), ("tgat", "cosine", 0.8), ("dygformer", "linear", 0.7),
+                            ("dygformer", "cosine", 0.75)):
+        recs.append({"config": {"model": model, "encoder": enc, "dataset": "wikipedia"}, "metrics": {"test_auc": auc}})
+    rows = lp.nc_auc(recs)
+    assert {(r["row_group"], r["row"]): round(r["mean"], 6) for r in rows} == {
+        ("TGAT", "Linear"): 90.0, ("TGAT", "Sinusoidal"): 80.0, ("DyGFormer", "Linear"): 70.0, ("DyGFormer", "Sinusoidal"): 75.0}
+    cells = {(r["row_group"], r["row"], r["column"]): r["mean"] for r in rows}
+    assert lp.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == HOLDS
+    cells[("DyGFormer", "Linear", "Wikipedia")] = 80.0
+    assert lp.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == FAILS

@@ -88,7 +88,7 @@ def prepare(name: str, *, standin: str | None = None, lock: Lock | None = None, 
     if standin:
         raw_dir = root / "raw" / ds.name
         raw = {k: Path(v) for k, v in standins.write_standin(ds, raw_dir, standin, seed=seed).items()} \
-            if force or not _standin_complete(ds, raw_dir) else {f.name: raw_dir / f.name for f in ds.files}
+            if force or not _standin_complete(ds, raw_dir, seed) else {f.name: raw_dir / f.name for f in ds.files}
         label = standins.label_for(ds)
         sources = [{"name": k, "sha256": hash_file(p)[0], "generated": f"standins.py scale={standin} seed={seed}"}
                    for k, p in sorted(raw.items())]
@@ -111,8 +111,11 @@ def prepare(name: str, *, standin: str | None = None, lock: Lock | None = None, 
     return FAMILY_PREPARE[ds.family](dataset=ds.name, options=ds.options, inputs=inputs, **common)
 
 
-def _standin_complete(ds: Dataset, raw_dir: Path) -> bool:
-    return all((raw_dir / f.name).exists() for f in ds.files)
+def _standin_complete(ds: Dataset, raw_dir: Path, seed: int) -> bool:
+    """Every file is there and the current generator made them with this seed."""
+    marker = raw_dir / standins.MARKER
+    return (marker.is_file() and marker.read_text() == standins.generator_stamp(seed)
+            and all((raw_dir / f.name).exists() for f in ds.files))
 
 
 def verify_dataset(name: str, *, lock: Lock | None = None, data_root=None) -> list[str]:

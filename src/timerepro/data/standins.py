@@ -44,15 +44,28 @@ def label_for(ds: Dataset) -> str:
     return f"synthetic stand-in for {ds.title} (not the real data)"
 
 
+GENERATOR_VERSION = 2  # bump whenever a generator's output changes (2: CTDG labels = burst state changes)
+MARKER = ".generator"  # written last into a stand-in's raw folder: version and seed it was made with
+
+
+def generator_stamp(seed: int) -> str:
+    return f"version={GENERATOR_VERSION} seed={seed}"
+
+
 def write_standin(ds: Dataset, folder: str | Path, scale: str, seed: int = 0) -> dict[str, Path]:
-    """Write every file of `ds` (same names as in the lock) into `folder`; returns {file name: path}."""
+    """Write every file of `ds` (same names as in the lock) into `folder`; returns {file name: path}.
+
+    The marker file, written last, says which generator made them, so a cache made by an older
+    generator is regenerated rather than reused."""
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng([seed, _stable_id(ds.name)])
     writer = {"ctdg": _ctdg, "tpp": _tpp, "series": _series, "time2vec": _time2vec}[ds.family]
-    return writer(ds, folder, scale, rng)
+    files = writer(ds, folder, scale, rng)
+    (folder / MARKER).write_text(generator_stamp(seed))
+    return files
 
 
 def _stable_id(name: str) -> int:
@@ -148,13 +161,7 @@ def synth_graph(rng: np.random.Generator, n_edges: int, n_nodes: int, bipartite:
     else:
         both = _relabel(np.stack([u, v], 1).ravel()).reshape(-1, 2)
         u, v = both[:, 0], both[:, 1]
-    # label 1 on the last edge of the most bursty sources (stand-in for "user banned")
-    label = np.zeros(len(u))
-    fast = pair >= 0
-    if fast.any():
-        burst = np.unique(u[fast & (np.isin(pair, np.flatnonzero(periods <= 3600.0)))])[:max(1, len(np.unique(u)) // 20)]
-        for node in burst:
-            label[np.flatnonzero(u == node)[-1]] = 1.0
+    label = burst_labels(u, t)  # labelled state changes for node classification (no rng draw)
     df = pd.DataFrame({"u": u, "i": v, "ts": t, "label": label})
     if feat_dim:
         feats = np.round(rng.normal(0, 1, (len(u), feat_dim)), 4) if feat_dim > 1 else np.zeros((len(u), 1))
@@ -162,6 +169,17 @@ def synth_graph(rng: np.random.Generator, n_edges: int, n_nodes: int, bipartite:
             feats = np.round(rng.gamma(2.0, 1.0, (len(u), feat_dim)), 3)
         df = pd.concat([df, pd.DataFrame(feats, columns=[f"f{j}" for j in range(feat_dim)])], axis=1)
     return df
+
+
+def burst_labels(src: np.ndarray, ts: np.ndarray, ratio: float = 0.25) -> np.ndarray:
+    """1.0 on an edge whose source interacted less than `ratio` x its own median gap before, else 0.0.
+
+    The stand-in's state change (JODIE's label is a ban, far too rare for a few hundred edges): a
+    source switching into a burst, spread over the whole time span and readable from t - t_prev.
+    """
+    gap = pd.Series(ts).groupby(src).diff()  # NaN on each source's first edge
+    median = gap.groupby(src).transform("median")
+    return (gap < ratio * median).to_numpy(dtype=np.float64)
 
 
 def _relabel(ids: np.ndarray) -> np.ndarray:

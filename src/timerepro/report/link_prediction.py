@@ -430,3 +430,41 @@ def lp_time_vs_position(records: list[dict]) -> list[dict]:
                          "metric": "AP_change_vs_time_encoding", "mean": r["mean"] - t["mean"], "std": 0.0,
                          "n_runs": r["n_runs"] + t["n_runs"], "_records": r["_records"] + t["_records"]})
     return rows
+
+
+# ------------------------------------------------------------------ node classification (Table 10)
+
+@aggregator("nc_auc")
+def nc_auc(records: list[dict]) -> list[dict]:
+    """linear_time Table 10: test ROC-AUC x 100 of the node-classification head, mean and std over seeds."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        c = r["config"]
+        groups[(c["model"], c["encoder"], c["dataset"])].append(r)
+    rows = []
+    for (model, encoder, dataset), rs in sorted(groups.items()):
+        auc = 100 * np.array([r["metrics"]["test_auc"] for r in rs])
+        rows.append({"row_group": MODEL_LABELS[model], "row": ENCODER_LABELS[encoder],
+                     "column": DATASET_LABELS.get(dataset, dataset), "metric": "AUROC_node_classification_test",
+                     "mean": float(auc.mean()), "std": float(auc.std()), "n_runs": len(rs), "_records": rs})
+    return rows
+
+
+@rule("node_classification_encoder_preference")
+def node_classification_encoder_preference(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c13: TGAT better with linear, DyGFormer better with sinusoidal, on both datasets."""
+    cells = _cells(df, "table10", "AUROC_node_classification_test")
+    want = {"TGAT": ("Linear", "Sinusoidal"), "DyGFormer": ("Sinusoidal", "Linear")}
+    if cells.empty or not {"Linear", "Sinusoidal"} <= set(cells.columns):
+        return PENDING, "table10 needs linear and sinusoidal runs"
+    parts, ok = [], True
+    for (model, ds), row in cells.iterrows():
+        if model not in want or row[["Linear", "Sinusoidal"]].isna().any():
+            continue
+        better, worse = want[model]
+        good = bool(row[better] > row[worse])
+        ok &= good
+        parts.append(f"{model} {ds}: linear {row['Linear']:.2f} vs sinusoidal {row['Sinusoidal']:.2f}" + ("" if good else " (not as claimed)"))
+    if not parts:
+        return PENDING, "table10 has no TGAT or DyGFormer cells with both encoders"
+    return (HOLDS if ok else FAILS), "; ".join(parts)

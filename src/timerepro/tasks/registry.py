@@ -12,6 +12,7 @@ TASKS: dict[str, str] = {
     "link_prediction": "timerepro.tasks.link_prediction:run",
     "temporal_point_process": "timerepro.tasks.temporal_point_process:run",
     "forecasting": "timerepro.tasks.forecasting:run",
+    "node_classification": "timerepro.tasks.node_classification:run",
 }
 
 

@@ -1,0 +1,255 @@
+"""Dynamic node classification (DyGLib's protocol) on the smoke Wikipedia stand-in: the backbone stays
+frozen, its embeddings never see the future, the AUC is scikit-learn's on the head's outputs, a killed
+run resumes to the same metrics, and a kept link-prediction record gives the same backbone. Tiny TGAT
+(d_T 4, 3 neighbours) so that the file stays within seconds."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from sklearn.metrics import roc_auc_score
+
+from timerepro import registry, runs
+from timerepro.data import standins
+from timerepro.data.ctdg import CTDGData, load_processed, node_classification_split
+from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.dygformer import DyGFormer
+from timerepro.models.graph.tgat import TGAT
+from timerepro.tasks import link_prediction as lp
+from timerepro.tasks import node_classification as nc
+from timerepro.tasks.registry import TASKS
+
+BASE = dict(paper="linear_time", experiment="nc_test", task="node_classification", dataset="wikipedia",
+            standin="smoke", model="tgat", encoder="linear", d_T=4, dropout=0.1, num_neighbors=3, num_layers=2,
+            num_heads=2, lr=1e-3, batch_size=200, max_epochs=4, patience=5, backbone_epochs=2, backbone_lr=1e-4,
+            backbone_patience=20, backbone_eval_negatives=["random"], monitor_negatives="random",
+            monitor_metric="ap", seed=0)
+COST = {"epoch_time_s", "embedding_time_s", "peak_rss_mb", "backbone_epoch_time_s", "backbone_peak_rss_mb",
+        "backbone_peak_gpu_memory_mb"}  # measurements, not results
+
+
+def make_config(**over) -> dict:
+    cfg = {**BASE, **over}
+    cfg["run_id"] = registry.run_id(cfg)
+    return cfg
+
+
+def results_of(folder) -> dict:
+    metrics = json.loads((folder / "metrics.json").read_text())
+    return {k: v for k, v in metrics.items() if k not in COST}
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    """A private data folder holding the smoke Wikipedia stand-in (prepared once for the module)."""
+    root = tmp_path_factory.mktemp("data")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIMEREPRO_DATA", str(root))
+        from timerepro.data.prepare import prepare
+
+        prepare("wikipedia", standin="smoke", progress=False)
+        yield root
+
+
+@pytest.fixture(scope="module")
+def reference(data_root, tmp_path_factory):
+    """One uninterrupted run of BASE with spies on the head's evaluation, its training and `fit`."""
+    seen: dict = {"evals": []}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIMEREPRO_DATA", str(data_root))
+        evaluate_head, train_head, fit = nc.evaluate_head, nc.train_head, nc.fit
+
+        def spy_evaluate(head, emb, labels, batch_size):
+            out = evaluate_head(head, emb, labels, batch_size)
+            seen["evals"].append((np.array(labels), out))
+            return out
+
+        def spy_train_head(model, data, config, ctx):
+            seen["data"] = data
+            seen["backbone_before"] = {k: v.clone() for k, v in model.backbone.state_dict().items()}
+            seen["requires_grad"] = [p.requires_grad for p in model.parameters()]
+            seen["training"] = [m.training for m in model.modules()]
+            seen["backbone_params"] = {id(p) for p in model.parameters()}
+            out = train_head(model, data, config, ctx)
+            seen["backbone_after"] = {k: v.clone() for k, v in model.backbone.state_dict().items()}
+            return out
+
+        def spy_fit(model, optimizer, **kw):
+            seen["optimized"] = {id(p) for g in optimizer.param_groups for p in g["params"]}
+            seen["head_before"] = [p.detach().clone() for p in model.parameters()]
+            out = fit(model, optimizer, **kw)
+            seen["head_after"] = [p.detach().clone() for p in model.parameters()]
+            return out
+
+        mp.setattr(nc, "evaluate_head", spy_evaluate)
+        mp.setattr(nc, "train_head", spy_train_head)
+        mp.setattr(nc, "fit", spy_fit)
+        t0 = time.perf_counter()
+        seen["dir"] = runs.execute(make_config(), results=tmp_path_factory.mktemp("ref"), show_progress=False)
+        seen["seconds"] = time.perf_counter() - t0
+    return seen
+
+
+@pytest.fixture
+def task(data_root, monkeypatch):
+    monkeypatch.setenv("TIMEREPRO_DATA", str(data_root))
+
+
+def test_registered_with_defaults_for_every_key_the_run_reads():
+    assert TASKS["node_classification"] == "timerepro.tasks.node_classification:run"
+    spec = yaml.safe_load((Path(__file__).parents[2] / "params" / "tasks.yaml").read_text())["node_classification"]
+    read = (*nc.BACKBONE_KEYS, "lr", "batch_size", "max_epochs", "patience", "monitor_negatives", "monitor_metric",
+            "backbone_run_dir")
+    assert all(k in spec["defaults"] and k in spec["parameters"] for k in read)
+    assert (spec["defaults"]["lr"], spec["defaults"]["batch_size"], spec["defaults"]["patience"]) == (1e-4, 200, 20)
+    assert spec["defaults"]["backbone_run_dir"] is None
+
+
+def test_stand_in_labels_cover_every_split(data_root):
+    data = load_processed(data_root / "standin" / "smoke" / "processed" / "wikipedia")
+    split = node_classification_split(data)
+    for mask in (split.train, split.val, split.test):  # both classes everywhere: AUC is defined
+        assert set(np.unique(data.labels[mask]).tolist()) == {0.0, 1.0}
+    # the stand-in's state change by hand: gaps of source 1 are 10, 10, 1 (median 10): only the 1 is a burst
+    src, ts = np.array([1, 2, 1, 1, 2, 1]), np.array([0.0, 1.0, 10.0, 20.0, 30.0, 21.0])
+    assert standins.burst_labels(src, ts).tolist() == [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+
+
+def test_end_to_end_metrics_and_auc_equals_sklearn(reference):
+    d = reference["dir"]
+    metrics = json.loads((d / "metrics.json").read_text())
+    history = json.loads((d / "history.json").read_text())
+    print(f"smoke end-to-end run: {reference['seconds']:.2f} s")
+    assert metrics["epochs_run"] == len(history) == 4 and 0 <= metrics["best_epoch"] < 4
+    assert metrics["backbone_epochs_run"] == 2  # the backbone's own link-prediction training
+    assert 0 <= metrics["backbone_test_transductive_random_ap"] <= 1
+    assert metrics["n_parameters"] == 172 * 80 + 80 + 80 * 10 + 10 + 10 + 1  # DyGLib's MLPClassifier on 172-d
+    assert (d / "backbone" / "backbone.pt").is_file() and not (d / "backbone" / "checkpoint.pt").exists()
+    assert not (d / "checkpoint.pt").exists()
+    # the last two evaluations are the best head's validation and test: AUC = scikit-learn's on its outputs
+    data = reference["data"]
+    split = node_classification_split(data)
+    (val_labels, val_out), (test_labels, test_out) = reference["evals"][-2:]
+    assert np.array_equal(val_labels, data.labels[split.val]) and np.array_equal(test_labels, data.labels[split.test])
+    assert metrics["val_auc"] == pytest.approx(roc_auc_score(val_labels, val_out["probs"]), abs=1e-12)
+    assert metrics["test_auc"] == pytest.approx(roc_auc_score(test_labels, test_out["probs"]), abs=1e-12)
+    assert len(test_out["probs"]) == metrics["n_test"] == int(split.test.sum())
+    best = history[metrics["best_epoch"]]
+    assert best["val_auc"] == metrics["val_auc"] == max(row["val_auc"] for row in history)
+
+
+def test_backbone_is_frozen_and_is_the_selected_link_predictor(reference):
+    before, after = reference["backbone_before"], reference["backbone_after"]
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    assert not any(reference["requires_grad"]) and not any(reference["training"])
+    assert not (reference["optimized"] & reference["backbone_params"])  # only the head is optimized
+    assert any(not torch.equal(a, b) for a, b in zip(reference["head_before"], reference["head_after"]))
+    saved = torch.load(reference["dir"] / "backbone" / "backbone.pt", weights_only=False)["state"]
+    selected = {k[len("backbone."):]: v for k, v in saved.items() if k.startswith("backbone.")}
+    assert selected.keys() == before.keys() and all(torch.equal(selected[k], before[k]) for k in before)
+
+
+def toy_data(src, dst, ts, edge_feat, node_feat) -> CTDGData:
+    """A CTDGData from arrays (ids 1-based, row 0 of the feature tables = padding); random labels."""
+    n = len(src)
+    labels = np.random.default_rng(n).integers(0, 2, n).astype(float)
+    return CTDGData(name="toy", src=src, dst=dst, ts=ts, edge_ids=np.arange(1, n + 1), labels=labels,
+                    edge_feat=edge_feat, node_feat=node_feat, manifest={})
+
+
+def toy_backbone(kind: str, node_feat, edge_feat) -> lp.LinkPredictionModel:
+    torch.manual_seed(0)
+    if kind == "dygformer":
+        net = DyGFormer(node_feat, edge_feat, variant="dygformer", encoder="linear", time_dim=1, channel_dim=4,
+                        max_input_sequence_length=6, num_layers=1, num_heads=2, time_mean=10.0, time_std=5.0)
+    else:
+        net = TGAT(node_feat, edge_feat, encoder="linear", time_dim=4, time_mean=10.0, time_std=5.0,
+                   num_layers=2, num_heads=2, num_neighbors=3, sampling=kind.split("-")[1])
+    return nc.freeze(lp.LinkPredictionModel(net))
+
+
+@pytest.mark.parametrize("kind", ["tgat-recent", "tgat-uniform", "dygformer"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_embeddings_never_see_the_future(kind, seed):
+    """The head's inputs for every edge up to time T (ties at T included) are unchanged when more edges
+    at T and later edges, with their own features and labels, are added; after T they do change."""
+    rng = np.random.default_rng(seed)
+    n_nodes, n_past, n_new = 10, 40, 20
+    src, dst = rng.integers(1, n_nodes + 1, n_past), rng.integers(1, n_nodes + 1, n_past)
+    ts = np.sort(rng.integers(0, 30, n_past)).astype(float)
+    cut = float(ts[-1])  # the last past time: new edges at exactly T come after the past edges at T
+    new_src, new_dst = rng.integers(1, n_nodes + 1, n_new), rng.integers(1, n_nodes + 1, n_new)
+    new_ts = np.sort(np.r_[np.full(5, cut), cut + rng.integers(1, 9, n_new - 5)]).astype(float)
+    node_feat = np.vstack([np.zeros((1, 6)), rng.normal(size=(n_nodes, 6))])
+    edge_feat = np.vstack([np.zeros((1, 6)), rng.normal(size=(n_past + n_new, 6))])
+    past = toy_data(src, dst, ts, edge_feat[:n_past + 1], node_feat)
+    grown = toy_data(np.r_[src, new_src], np.r_[dst, new_dst], np.r_[ts, new_ts], edge_feat, node_feat)
+    idx = np.arange(n_past)
+    model = toy_backbone(kind, node_feat, edge_feat)
+    h_past = nc.source_embeddings(model, past, idx, TemporalNeighbors.from_data(past), batch_size=7)
+    h_grown = nc.source_embeddings(model, grown, idx, TemporalNeighbors.from_data(grown), batch_size=7)
+    assert h_past.shape == (n_past, 6)
+    torch.testing.assert_close(h_past, h_grown, rtol=0, atol=0)
+    # control: the new edges after T do see the new interactions (those at T and before them)
+    later = np.flatnonzero(grown.ts > cut)
+    h_seen = nc.source_embeddings(model, grown, later, TemporalNeighbors.from_data(grown), batch_size=7)
+    h_blind = nc.source_embeddings(model, grown, later, TemporalNeighbors.from_data(past), batch_size=7)
+    assert not torch.allclose(h_seen, h_blind)
+
+
+def test_killed_run_resumes_to_the_same_metrics(task, reference, tmp_path, kill_then_resume):
+    cfg = make_config()
+    # checkpoints 1-2 are the backbone's epochs, 3-4 the head's: killed after the head's second epoch
+    d = kill_then_resume(cfg, tmp_path / "head", after=4)
+    assert json.loads((d / "provenance.json").read_text())["resumed_from_epoch"] == 1
+    assert results_of(d) == results_of(reference["dir"])
+
+
+def test_killed_during_backbone_training_resumes_to_the_same_metrics(task, reference, tmp_path, monkeypatch):
+    class Killed(Exception):
+        pass
+
+    original, calls = runs.RunContext.save_checkpoint, {"n": 0}
+
+    def dying(self, state):
+        original(self, state)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise Killed
+
+    cfg = make_config()
+    monkeypatch.setattr(runs.RunContext, "save_checkpoint", dying)
+    with pytest.raises(Killed):
+        runs.execute(cfg, results=tmp_path, show_progress=False)
+    d = tmp_path / "runs" / cfg["paper"] / cfg["run_id"]
+    assert (d / "backbone" / "checkpoint.pt").is_file() and not (d / "backbone" / "backbone.pt").exists()
+    monkeypatch.setattr(runs.RunContext, "save_checkpoint", original)
+    runs.execute(cfg, results=tmp_path, show_progress=False)
+    assert results_of(d) == results_of(reference["dir"])
+
+
+def test_kept_link_prediction_record_gives_the_same_backbone(task, reference, tmp_path):
+    lp_cfg = {k: v for k, v in nc.backbone_config(make_config()).items() if k != "run_id"}
+    lp_cfg = {**lp_cfg, "experiment": "lp_for_nc", "keep_checkpoint": True}
+    lp_cfg["run_id"] = registry.run_id(lp_cfg)
+    lp_dir = runs.execute(lp_cfg, results=tmp_path, show_progress=False)
+    got = results_of(runs.execute(make_config(backbone_run_dir=str(lp_dir)), results=tmp_path, show_progress=False))
+    ref = results_of(reference["dir"])
+    for key in ("val_auc", "test_auc", "best_epoch", "backbone_test_transductive_random_ap"):
+        assert got[key] == ref[key], key
+    assert got["backbone_run_id"] == lp_cfg["run_id"]
+    with pytest.raises(ValueError, match="dataset"):
+        nc.load_backbone(make_config(dataset="reddit", backbone_run_dir=str(lp_dir)), reference["data"])
+
+
+def test_single_class_split_is_refused_before_any_training():
+    with pytest.raises(ValueError, match="single class"):
+        nc._check_labels("test", np.zeros(10))
+    with pytest.raises(ValueError, match="0/1"):
+        nc._check_labels("val", np.array([0.0, 2.0]))
