@@ -84,7 +84,7 @@ def test_attention_map_cells_average_the_recorded_scores(tmp_path):
     rec = _rec("dygdecoder", "linear", "reddit", 0.1, 0, val=0.5, test=0.5)
     rec["dir"] = d
     rows = lp.lp_attention_map([rec])
-    assert {r["row_group"] for r in rows} == {"DyGDecoder | Linear | Reddit | source"}
+    assert {r["row_group"] for r in rows} == {"DyGDecoder; Linear; Reddit; source"}
     means = sorted(r["mean"] for r in rows)
     assert means == pytest.approx([0.3, 0.9])
 

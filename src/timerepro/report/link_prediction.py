@@ -314,6 +314,7 @@ def ap_vs_dimension(df: pd.DataFrame, meta: dict) -> plt.Figure:
 
 SIDE_NAMES = ("source", "destination")
 ATTENTION_BINS = 12
+# row_group of an attention cell: "model; encoder; dataset; side" (no "|": the tables are Markdown)
 
 
 def _bins(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -349,8 +350,8 @@ def lp_attention_map(records: list[dict]) -> list[dict]:
             for a in np.unique(iq):
                 for b in np.unique(ik[iq == a]):
                     cell = score[(iq == a) & (ik == b)]
-                    rows.append({"row_group": f"{MODEL_LABELS[model]} | {ENCODER_LABELS[encoder]} | "
-                                              f"{DATASET_LABELS.get(dataset, dataset)} | {side_name}",
+                    rows.append({"row_group": f"{MODEL_LABELS[model]}; {ENCODER_LABELS[encoder]}; "
+                                              f"{DATASET_LABELS.get(dataset, dataset)}; {side_name}",
                                  "row": f"{centres[a]:.6g}", "column": f"{centres[b]:.6g}",
                                  "metric": "attention_score_binned", "mean": float(cell.mean()),
                                  "std": float(cell.std()), "n_runs": len(rs), "_records": rs,
@@ -360,7 +361,7 @@ def lp_attention_map(records: list[dict]) -> list[dict]:
 
 def _attention_panels(df: pd.DataFrame, meta: dict, sides: tuple[str, ...], title: str) -> plt.Figure:
     d = df[df["metric"] == "attention_score_binned"]
-    parts = d["row_group"].str.split(" | ", regex=False, expand=True) if len(d) else pd.DataFrame(columns=range(4))
+    parts = d["row_group"].str.split("; ", regex=False, expand=True) if len(d) else pd.DataFrame(columns=range(4))
     d = d.assign(model=parts[0], encoder=parts[1], dataset=parts[2], side=parts[3])
     d = d[d["side"].isin(sides)]
     columns = sorted({(m, e, ds) for m, e, ds in zip(d["model"], d["encoder"], d["dataset"])},
