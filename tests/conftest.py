@@ -48,3 +48,23 @@ def kill_then_resume(monkeypatch):
         return runs.execute(config, results=results, show_progress=False)
 
     return go
+
+
+@pytest.fixture(scope="session")
+def standin_root(tmp_path_factory):
+    """One data folder for the session; `standin_root("uci", ...)` prepares those smoke stand-ins once and returns it."""
+    root = tmp_path_factory.mktemp("standin-data")
+    prepared: set[str] = set()
+
+    def prepare_names(*names: str):
+        from timerepro.data.prepare import prepare
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("TIMEREPRO_DATA", str(root))
+            for name in names:
+                if name not in prepared:
+                    prepare(name, standin="smoke", progress=False)
+                    prepared.add(name)
+        return root
+
+    return prepare_names

@@ -26,15 +26,9 @@ def make_config(**over) -> dict:
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    """A private data folder holding the prepared smoke stand-in (prepared once for the module)."""
-    root = tmp_path_factory.mktemp("data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TIMEREPRO_DATA", str(root))
-        from timerepro.data.prepare import prepare
-
-        prepare("exchange", standin="smoke", progress=False)
-        yield root
+def data_root(standin_root):
+    """The session's data folder, holding the smoke exchange stand-in."""
+    return standin_root("exchange")
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from timerepro.models.graph.attention_record import (attention_records, average_
                                                      record_attention, sample_edges)
 from timerepro.models.graph.dygformer import (VARIANTS, DyGFormer, TransformerLayer, decoder_sequences,
                                               dygformer_hparams, recency_index, recency_index_stats)
-from timerepro.tasks.registry import TASKS
 
 torch.set_num_threads(1)
 NODE_DIM, EDGE_DIM, N_NODES = 6, 5, 10
@@ -310,19 +309,13 @@ def test_average_by_time_pair_by_hand():
 # ------------------------------------------------------------------ through the link-prediction task
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TIMEREPRO_DATA", str(root))
-        from timerepro.data.prepare import prepare
-
-        prepare("uci", standin="smoke", progress=False)
-        yield root
+def data_root(standin_root):
+    """The session's data folder, holding the smoke uci stand-in."""
+    return standin_root("uci")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_each_variant_trains_end_to_end_through_the_task(variant, data_root, tmp_path, monkeypatch, model_defaults):
-    monkeypatch.setitem(TASKS, "link_prediction", "timerepro.tasks.link_prediction:run")
     monkeypatch.setenv("TIMEREPRO_DATA", str(data_root))
     defaults = model_defaults[variant]
     cfg = {**defaults, "paper": "linear_time", "experiment": "dyg_test", "task": "link_prediction",

@@ -10,7 +10,6 @@ import pytest
 
 from timerepro import registry, runs
 from timerepro.tasks import link_prediction
-from timerepro.tasks.registry import TASKS
 
 BASE = dict(paper="linear_time", experiment="lp_test", task="link_prediction", dataset="uci", standin="smoke",
             model="tgat", encoder="linear", d_T=4, dropout=0.1, lr=1e-3, batch_size=200, max_epochs=2, patience=5,
@@ -24,21 +23,14 @@ def make_config(**over) -> dict:
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    """A private data folder holding the prepared smoke stand-in (prepared once for the module)."""
-    root = tmp_path_factory.mktemp("data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TIMEREPRO_DATA", str(root))
-        from timerepro.data.prepare import prepare
-
-        prepare("uci", standin="smoke", progress=False)
-        yield root
+def data_root(standin_root):
+    """The session's data folder, holding the smoke uci stand-in."""
+    return standin_root("uci")
 
 
 @pytest.fixture
 def task(data_root, monkeypatch):
-    """The task reachable by name (until params/ and tasks/registry.py list it) and the private data."""
-    monkeypatch.setitem(TASKS, "link_prediction", "timerepro.tasks.link_prediction:run")
+    """The task reads the stand-in from the prepared data folder."""
     monkeypatch.setenv("TIMEREPRO_DATA", str(data_root))
 
 

@@ -46,15 +46,9 @@ def results_of(folder) -> dict:
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    """A private data folder holding the smoke Wikipedia stand-in (prepared once for the module)."""
-    root = tmp_path_factory.mktemp("data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TIMEREPRO_DATA", str(root))
-        from timerepro.data.prepare import prepare
-
-        prepare("wikipedia", standin="smoke", progress=False)
-        yield root
+def data_root(standin_root):
+    """The session's data folder, holding the smoke wikipedia stand-in."""
+    return standin_root("wikipedia")
 
 
 @pytest.fixture(scope="module")

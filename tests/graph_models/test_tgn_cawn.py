@@ -23,7 +23,6 @@ from timerepro.models.graph import tgn as tgn_module
 from timerepro.models.graph.cawn import CAWN, walk_counts, walks_as_array
 from timerepro.models.graph.tgn import STATE, TGN
 from timerepro.tasks import link_prediction
-from timerepro.tasks.registry import TASKS
 
 NODE_DIM, EDGE_DIM = 6, 5
 
@@ -274,19 +273,13 @@ def make_config(name: str, **over) -> dict:
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TIMEREPRO_DATA", str(root))
-        from timerepro.data.prepare import prepare
-
-        prepare("uci", standin="smoke", progress=False)
-        yield root
+def data_root(standin_root):
+    """The session's data folder, holding the smoke uci stand-in."""
+    return standin_root("uci")
 
 
 @pytest.fixture
 def task(data_root, monkeypatch):
-    monkeypatch.setitem(TASKS, "link_prediction", "timerepro.tasks.link_prediction:run")
     monkeypatch.setenv("TIMEREPRO_DATA", str(data_root))
     torch.set_num_threads(1)
 

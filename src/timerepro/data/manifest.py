@@ -68,3 +68,11 @@ def read_manifest(folder: str | os.PathLike) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"{folder} is not a processed dataset (no {MANIFEST}); run `timerepro data prepare`")
     return read_json(path)
+
+
+def data_identity(name: str, standin: str | None, manifest: dict) -> dict:
+    """What a run's provenance records about the data it read: name, real or labelled stand-in, source hashes."""
+    shas = [src.get("sha256") for src in manifest.get("sources", [])]
+    return {"dataset": name, "source": "standin" if standin else "real", "standin": bool(standin),
+            "label": manifest.get("label"), "sha256": shas[0] if len(shas) == 1 else ",".join(map(str, shas)),
+            "sources": manifest.get("sources")}

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from timerepro.data import series
+from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
 from timerepro.models.forecast.hawkes_ts import HawkesTS
 from timerepro.train import fit
@@ -78,12 +79,7 @@ def load(config: dict) -> tuple[series.SeriesData, dict]:
         raise ValueError(f"series {name!r} is not one of the experiment's datasets {config['datasets']}")
     standin = config.get("standin")
     data = series.load_processed(prepare(name, standin=standin, require_pinned=standin is None, progress=False))
-    m = data.manifest
-    shas = [s.get("sha256") for s in m.get("sources", [])]
-    info = {"dataset": name, "source": "standin" if standin else "real", "standin": bool(standin),
-            "label": m.get("label"), "sha256": shas[0] if len(shas) == 1 else ",".join(map(str, shas)),
-            "sources": m.get("sources")}
-    return data, info
+    return data, data_identity(name, standin, data.manifest)
 
 
 def run(config: dict, ctx) -> dict:

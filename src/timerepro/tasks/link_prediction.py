@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from timerepro.data.ctdg import CTDGData, LinkSplit, link_prediction_split, load_processed
+from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
 from timerepro.graphs.evaluate import batched_metrics
 from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_sampler
@@ -44,6 +45,7 @@ from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.dygformer import DyGFormer, dygformer_hparams, recency_index_stats
 from timerepro.models.graph.attention_record import RECORDABLE, attention_records, record_attention, sample_edges
 from timerepro.models.graph.cawn import CAWN
+from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
 from timerepro.models.graph.tgn import TGN
 from timerepro.train import fit
@@ -106,13 +108,6 @@ def build_dygformer(config: dict, data: CTDGData, split: LinkSplit, train_graph:
     else:
         mean, std = train_time_stats(data, split, train_graph, k)
     return DyGFormer(data.node_feat, data.edge_feat, time_mean=mean, time_std=std, **hp)
-
-
-def with_dataset_defaults(config: dict) -> dict:
-    """The config with `dataset_defaults[<dataset>]`, then `dataset_defaults["default"]`, filling the keys
-    it does not set (DyGLib's per-dataset best configurations in params/models.yaml)."""
-    per_dataset = config.get("dataset_defaults", {})
-    return {**per_dataset.get("default", {}), **per_dataset.get(str(config.get("dataset")), {}), **config}
 
 
 def build_tgn(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGN:
@@ -215,12 +210,7 @@ def _load(config: dict) -> tuple[CTDGData, dict]:
     standin = config.get("standin")
     folder = prepare(config["dataset"], standin=standin, require_pinned=standin is None, progress=False)
     data = load_processed(folder)
-    m = data.manifest
-    shas = [s.get("sha256") for s in m.get("sources", [])]
-    info = {"dataset": config["dataset"], "source": "standin" if standin else "real", "standin": bool(standin),
-            "label": m.get("label"), "sha256": shas[0] if len(shas) == 1 else ",".join(map(str, shas)),
-            "sources": m.get("sources")}
-    return data, info
+    return data, data_identity(config["dataset"], standin, data.manifest)
 
 
 def _record_attention(model: LinkPredictionModel, data: CTDGData, split: LinkSplit, graph: TemporalNeighbors,

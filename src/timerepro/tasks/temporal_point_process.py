@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
 from timerepro.data.tpp import EventSequences, TPPData, load_processed
 from timerepro.models.tpp.registry import build_model
@@ -88,11 +89,7 @@ def _load(config: dict) -> tuple[TPPData, dict]:
     standin = config.get("standin")
     folder = prepare(config["dataset"], standin=standin, require_pinned=standin is None, progress=False)
     data = load_processed(folder)
-    m = data.manifest
-    shas = [s.get("sha256") for s in m.get("sources", [])]
-    info = {"dataset": config["dataset"], "source": "standin" if standin else "real", "standin": bool(standin),
-            "label": m.get("label"), "sha256": ",".join(map(str, shas)), "sources": m.get("sources")}
-    return data, info
+    return data, data_identity(config["dataset"], standin, data.manifest)
 
 
 def run(config: dict, ctx) -> dict:

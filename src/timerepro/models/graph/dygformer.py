@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from timerepro.encoders import make_encoder
+from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences, patch
 from timerepro.graphs.neighbors import History, TemporalNeighbors
 
@@ -91,13 +92,12 @@ def dygformer_hparams(config: dict) -> dict:
     """Constructor arguments of `DyGFormer` from a run config. A key set in the config wins; then
     `dataset_defaults[<dataset>]`, then `dataset_defaults["default"]` (DyGLib's per-dataset best
     configuration, params/models.yaml); d_T falls back to `d_T_by_encoder` (1 for linear)."""
-    per_dataset = config.get("dataset_defaults", {})
-    fallback = {**per_dataset.get("default", {}), **per_dataset.get(str(config.get("dataset")), {})}
+    resolved = with_dataset_defaults(config)
     encoder = config.get("encoder", "cosine")
     by_encoder = config.get("d_T_by_encoder", {})
 
     def pick(key, default=None):
-        return config.get(key, fallback.get(key, default))
+        return resolved.get(key, default)
 
     time_dim = config.get("d_T", by_encoder.get(encoder, by_encoder.get("default", 100)))
     d_tc = pick("d_tc")
