@@ -67,8 +67,7 @@ class FlatParams:
         self.names = list(first)
         self.shapes = [first[k].shape for k in self.names]
         self.sizes = [first[k].numel() for k in self.names]
-        self.flat = torch.stack([torch.cat([m.params[k].reshape(-1) for k in self.names]) for m in members])
-        self.flat.requires_grad_(True)
+        self.flat = self.flatten(members, "params").requires_grad_(True)
 
     def flatten(self, members: list["Member"], attr: str) -> torch.Tensor:
         return torch.stack([torch.cat([getattr(m, attr)[k].reshape(-1) for k in self.names]) for m in members])
@@ -141,14 +140,10 @@ def resume(m: Member) -> None:
     m.ctx.log(f"resumed from checkpoint after epoch {ckpt['epoch']}")
 
 
-def stack(members: list[Member], attr: str, grad: bool = False) -> dict[str, torch.Tensor]:
+def stack(members: list[Member], attr: str) -> dict[str, torch.Tensor]:
     """Stack one per-member dict of tensors along a new leading member axis: name -> (S, ...)."""
     first = getattr(members[0], attr)
-    out = {k: torch.stack([getattr(m, attr)[k] for m in members]) for k in first}
-    if grad:
-        for v in out.values():
-            v.requires_grad_(True)
-    return out
+    return {k: torch.stack([getattr(m, attr)[k] for m in members]) for k in first}
 
 
 def vmapped(module: nn.Module) -> Callable:

@@ -139,9 +139,9 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
     def on_done(m: ensemble.Member) -> None:
         net = m.data["model"]
         net.load_state_dict(m.state_dict())
-        finish(members.index(m), _outcome(config_of[id(m)], m, net))
+        i = members.index(m)
+        finish(i, _outcome(configs[i], m, net))
 
-    config_of = {id(m): c for m, c in zip(members, configs)}
     bar = (lambda total: ctxs[0].progress(range(total), desc=f"{len(members)} seeds")) if ctxs[0].show_progress else None
     ensemble.fit_ensemble(members, lr=config["lr"], max_epochs=config["max_epochs"], monitor="loss",
                           train_epoch=train_epoch, validate=validate, on_done=on_done, progress=bar)
