@@ -13,9 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from timerepro import cluster
+from timerepro.report import aggregate
 
 from .conftest import PROFILES, REPO, by_rule, is_final, run_id
 
@@ -106,5 +108,7 @@ def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_clus
         gpus = int(cluster.tres(row["AllocTRES"]).get("gres/gpu", 0))
         assert gpus == asked.get("gpu", 0), (row, asked)
 
-    assert (results / AGGREGATE).read_bytes() == (local_results / AGGREGATE).read_bytes()
+    # equal results; Tables 7 and 8 (seconds, memory) measure the machine and differ between any two runs
+    pd.testing.assert_frame_equal(aggregate.results_only(aggregate.read("linear_time", results)),
+                                  aggregate.results_only(aggregate.read("linear_time", local_results)))
     assert list((scratch / "results" / "logs" / "slurm" / "rule_train").rglob("*.log"))

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from timerepro.report import aggregate
 from timerepro.report import link_prediction as lp
 from timerepro.report.claims import FAILS, HOLDS
 
@@ -101,3 +102,12 @@ def test_node_classification_cells_and_claim():
     assert lp.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == HOLDS
     cells[("DyGFormer", "Linear", "Wikipedia")] = 80.0
     assert lp.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == FAILS
+
+
+def test_cost_tables_are_the_only_rows_a_rerun_may_change():
+    records = [_rec("tgat", "linear", "uci", 0.1, s, val=0.9, test=0.8, epoch_time=1.0 + s) for s in range(2)]
+    rows = lp.lp_ap_random(records) + lp.lp_epoch_time(records) + lp.lp_peak_memory(records)
+    df = pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} for r in rows])
+    kept = aggregate.results_only(df)
+    assert set(df["metric"]) - set(kept["metric"]) == {"train_time_per_epoch_s", "peak_cpu_rss_GB"}
+    assert "AP_random_NS_test" in set(kept["metric"]) and len(kept) == len(df) - 2

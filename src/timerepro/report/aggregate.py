@@ -22,6 +22,9 @@ from timerepro.records import load_record, run_dir
 from .published import KEY
 
 COLUMNS = KEY + ["mean", "std", "note", "n_runs", "scale", "data"]
+# Metrics that measure the machine (seconds, memory), not the model: two runs of the same config differ in them.
+TIME_PER_EPOCH, PEAK_GPU, PEAK_RSS = "train_time_per_epoch_s", "peak_gpu_memory_GB", "peak_cpu_rss_GB"
+MEASURED_COSTS = frozenset({TIME_PER_EPOCH, PEAK_GPU, PEAK_RSS})
 AGGREGATORS: dict[str, Callable[[list[dict]], list[dict]]] = {}
 
 
@@ -140,6 +143,11 @@ def aggregate_paper(reg: Registry, paper: str, scale: str, results: Path | None 
         frames.append(pd.DataFrame(rows))
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     return df[COLUMNS], provenance
+
+
+def results_only(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of an aggregate that a rerun must reproduce exactly: everything but the measured costs."""
+    return df[~df["metric"].isin(MEASURED_COSTS)].reset_index(drop=True)
 
 
 def aggregated_path(paper: str, results: Path | None = None) -> Path:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from timerepro.names import ENCODER_LABELS
 
-from .aggregate import aggregator
+from .aggregate import PEAK_GPU, PEAK_RSS, TIME_PER_EPOCH, aggregator
 from .claims import FAILS, HOLDS, PENDING, rule
 from .figures import COLORS, _stamp, _style, renderer
 
@@ -255,15 +255,15 @@ def _cost(records: list[dict], metric: str, value) -> list[dict]:
 @aggregator("lp_epoch_time")
 def lp_epoch_time(records: list[dict]) -> list[dict]:
     """linear_time Table 7: training seconds per epoch of the Table 1 configurations (on this machine's device)."""
-    return _cost(records, "train_time_per_epoch_s", lambda r: r["metrics"].get("epoch_time_s"))
+    return _cost(records, TIME_PER_EPOCH, lambda r: r["metrics"].get("epoch_time_s"))
 
 
 @aggregator("lp_peak_memory")
 def lp_peak_memory(records: list[dict]) -> list[dict]:
     """linear_time Table 8: peak GPU memory in GB when run on a GPU; on CPU the process's peak RSS, under its own name."""
-    gpu = _cost(records, "peak_gpu_memory_GB", lambda r: (r["metrics"].get("peak_gpu_memory_mb") or None) and
+    gpu = _cost(records, PEAK_GPU, lambda r: (r["metrics"].get("peak_gpu_memory_mb") or None) and
                 r["metrics"]["peak_gpu_memory_mb"] / 1024)
-    cpu = _cost(records, "peak_cpu_rss_GB", lambda r: None if r["metrics"].get("peak_gpu_memory_mb")
+    cpu = _cost(records, PEAK_RSS, lambda r: None if r["metrics"].get("peak_gpu_memory_mb")
                 else r["metrics"].get("peak_rss_mb", 0) / 1024)
     return gpu + cpu
 
