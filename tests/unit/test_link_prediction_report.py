@@ -6,7 +6,7 @@ import pytest
 
 from timerepro.report import aggregate
 from timerepro.report import link_prediction as lp
-from timerepro.report.claims import FAILS, HOLDS
+from timerepro.report.claims import FAILS, HOLDS, PENDING
 
 
 def _rec(model, encoder, dataset, dropout, seed, val, test, hist=0.5, params=1000, epoch_time=1.0, exp="lp_tgat", **extra):
@@ -111,3 +111,135 @@ def test_cost_tables_are_the_only_rows_a_rerun_may_change():
     kept = aggregate.results_only(df)
     assert set(df["metric"]) - set(kept["metric"]) == {"train_time_per_epoch_s", "peak_cpu_rss_GB"}
     assert "AP_random_NS_test" in set(kept["metric"]) and len(kept) == len(df) - 2
+
+
+def _two_encoders(values, a="Linear", b="Sinusoidal"):
+    """{(model, dataset): (a, b)} -> {(model, encoder, dataset): mean} for `_frame`."""
+    return {(m, e, d): v for (m, d), pair in values.items() for e, v in zip((a, b), pair)}
+
+
+def test_gain_rules_c03_c07():
+    table1 = {("TGAT", "UCI"): (90, 75), ("TGAT", "Enron"): (80, 70), ("DyGFormer", "UCI"): (95, 95.3),
+              ("DyGFormer", "Enron"): (94, 93)}
+    verdict, detail = lp.linear_largest_gains_tgat(_frame(_two_encoders(table1)))
+    assert verdict == HOLDS and "TGAT UCI +15.00" in detail
+    assert lp.linear_largest_gains_tgat(_frame(_two_encoders(table1 | {("DyGFormer", "Enron"): (94, 80)})))[0] == FAILS
+    assert lp.linear_largest_gains_tgat(_frame(_two_encoders(table1 | {("DyGFormer", "UCI"): (90, 95)})))[0] == FAILS
+    tgat_only = {k: v for k, v in table1.items() if k[0] == "TGAT"}
+    assert lp.linear_largest_gains_tgat(_frame(_two_encoders(tgat_only)))[0] == PENDING
+
+    table2 = {("TGAT", "UCI"): (91, 69), ("TGAT", "Enron"): (80, 65), ("DyGFormer", "UCI"): (90, 83),
+              ("DyGFormer-separate", "Enron"): (90, 85)}
+    hist = lambda cells: _frame(_two_encoders(cells), "table2", "AP_historical_NS_test")
+    assert lp.linear_largest_gains_historical(hist(table2))[0] == HOLDS
+    assert lp.linear_largest_gains_historical(hist(table2 | {("DyGFormer-separate", "Enron"): (84, 85)}))[0] == FAILS
+    verdict, detail = lp.linear_largest_gains_historical(hist({k: v for k, v in table2.items() if k[0] != "DyGFormer"}))
+    assert verdict == PENDING and "DyGFormer UCI" in detail
+
+
+def test_historical_win_rules_c06_c08():
+    cells = {}
+    for m in lp.FOUR_MODELS:
+        for d in ("UCI", "Wikipedia", "Enron", "US Legis"):
+            lin = 90.0 if d != "US Legis" or m == "DyGFormer-separate" else 70.0
+            cells |= {(m, "Linear", d): lin, (m, "Sinusoidal", d): 80.0, (m, "Sinusoidal-scale", d): 75.0}
+    hist = lambda c: _frame(c, "table2", "AP_historical_NS_test")
+    assert lp.linear_best_historical_uci_wikipedia_enron(hist(cells))[0] == HOLDS
+    assert lp.linear_wins_us_legis_only_dygformer_separate(hist(cells))[0] == HOLDS
+    verdict, detail = lp.linear_best_historical_uci_wikipedia_enron(hist(cells | {("TGAT", "Linear", "Wikipedia"): 79.0}))
+    assert verdict == FAILS and "TGAT Wikipedia" in detail
+    assert lp.linear_wins_us_legis_only_dygformer_separate(hist(cells | {("TGAT", "Linear", "US Legis"): 80.001}))[0] == FAILS
+    no_decoder = {k: v for k, v in cells.items() if k[0] != "DyGDecoder"}
+    verdict, detail = lp.linear_wins_us_legis_only_dygformer_separate(hist(no_decoder))
+    assert verdict == PENDING and "DyGDecoder" in detail
+    us_only = {k: v for k, v in cells.items() if k[2] == "US Legis"}
+    assert lp.linear_best_historical_uci_wikipedia_enron(hist(us_only))[0] == PENDING
+
+
+def test_cosine_vs_sine_cosine_sign_test_c09():
+    assert lp._sign_test(9, 21) > 0.5 and lp._sign_test(9, 9) < 0.01 and lp._sign_test(0, 0) == 1.0
+    mixed = {("TGAT", f"D{i}"): (80.0 + (i % 2), 80.0 + ((i + 1) % 2)) for i in range(8)} | {("TGAT", "D8"): (80.001, 80.0)}
+    table4 = lambda c: _frame(_two_encoders(c, "Cosine", "Sine-cosine"), "table4")
+    verdict, detail = lp.cosine_sine_cosine_no_difference(table4(mixed))
+    assert verdict == HOLDS and "ties in 1" in detail
+    assert lp.cosine_sine_cosine_no_difference(table4({k: (81.0, 80.0) for k in mixed}))[0] == FAILS
+    assert lp.cosine_sine_cosine_no_difference(_frame({("TGAT", "Cosine", "UCI"): 80.0}, "table4"))[0] == PENDING
+
+
+def test_time_vs_position_c10_and_tgn_cawn_c12():
+    table6 = {("TGAT", "UCI"): (80, 79), ("TGAT", "Enron"): (72, 65), ("TGAT", "Reddit"): (98.55, 98.63),
+              ("DyGFormer", "UCI"): (96, 95.9), ("DyGFormer", "Reddit"): (99.2, 99.19)}
+    t6 = lambda c: _frame(_two_encoders(c, "Time", "Position"), "table6")
+    assert lp.time_beats_position_mostly(t6(table6))[0] == HOLDS
+    assert lp.time_beats_position_mostly(t6(table6 | {("TGAT", "Reddit"): (98, 90)}))[0] == FAILS
+    assert lp.time_beats_position_mostly(t6({k: (v[1], v[0]) for k, v in table6.items()}))[0] == FAILS
+    no_reddit = {k: v for k, v in table6.items() if k[1] != "Reddit"}
+    verdict, detail = lp.time_beats_position_mostly(t6(no_reddit))
+    assert verdict == PENDING and "Reddit" in detail
+
+    table9 = {(m, d): (90, 85) for m in ("TGN", "CAWN") for d in ("UCI", "Enron")} | {("CAWN", "Reddit"): (99.1, 99.12)}
+    assert lp.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(table9), "table9"))[0] == HOLDS
+    worse = {k: (v[1], v[0]) for k, v in table9.items()}
+    assert lp.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(worse), "table9"))[0] == FAILS
+    assert lp.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(table9), "table1"))[0] == PENDING
+
+
+def test_cost_rule_c11_uses_the_memory_metric_present():
+    faster = {("TGAT", "UCI"): (29.8, 30.2), ("TGAT", "Enron"): (65.4, 65.9), ("DyGDecoder", "UCI"): (25.0, 24.0)}
+    time = _frame(_two_encoders(faster), "table7", aggregate.TIME_PER_EPOCH)
+    rss = _frame(_two_encoders(faster), "table8", aggregate.PEAK_RSS)
+    verdict, detail = lp.linear_cheaper_mostly(pd.concat([time, rss]))
+    assert verdict == HOLDS and aggregate.PEAK_RSS in detail and "2 of 3" in detail
+    gpu = _frame(_two_encoders({k: (v[1], v[0]) for k, v in faster.items()}), "table8", aggregate.PEAK_GPU)
+    verdict, detail = lp.linear_cheaper_mostly(pd.concat([time, rss, gpu]))
+    assert verdict == FAILS and aggregate.PEAK_GPU in detail
+    assert lp.linear_cheaper_mostly(time)[0] == PENDING
+
+
+def test_dimension_rules_c14_c15_on_aggregated_runs():
+    def fig5(enron_linear_dt2):
+        records = []
+        for ds in ("uci", "enron", "reddit"):
+            records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.80, params=1000))
+            records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=0.85, params=1000))
+            records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.70, params=600, d_T=2, exp="lp_tgat_dim"))
+            lin2 = {"uci": 0.84, "enron": enron_linear_dt2, "reddit": 0.79}[ds]
+            records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=lin2, params=600, d_T=2, exp="lp_tgat_dim"))
+        rows = lp.lp_tgat_dim(records)
+        return pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} | {"artifact": "fig5"} for r in rows])
+
+    good, bad = fig5(0.83), fig5(0.60)
+    assert lp.sinusoidal_drops_more_reducing_dT(good)[0] == HOLDS
+    verdict, detail = lp.tiny_linear_beats_full_sinusoidal(good)
+    assert verdict == HOLDS and "2 of 2" in detail and "40%" in detail
+    assert lp.sinusoidal_drops_more_reducing_dT(bad)[0] == FAILS
+    assert lp.tiny_linear_beats_full_sinusoidal(bad)[0] == FAILS
+    assert lp.sinusoidal_drops_more_reducing_dT(good[good["row"] != "Linear"])[0] == PENDING
+    assert lp.tiny_linear_beats_full_sinusoidal(good[good["row_group"] != "TGAT d_T=2"])[0] == PENDING
+
+
+def test_dtc_rule_c16():
+    curves = {"UCI": {"Linear": (90, 92, 91), "Sinusoidal": (90, 89, 88)},
+              "US Legis": {"Linear": (70, 70, 71), "Sinusoidal": (70, 70, 69)},
+              "Enron": {"Linear": (92, 91, 90), "Sinusoidal": (93, 92, 91)},
+              "LastFM": {"Linear": (93, 92, 85), "Sinusoidal": (93, 90, 80)}}
+    cells = {(f"DyGFormer d_tc={dim}", enc, ds): ap for ds, encs in curves.items() for enc, aps in encs.items()
+             for dim, ap in zip((50, 24, 2), aps)}
+    assert lp.dtc_reduction_pattern(_frame(cells, "fig6"))[0] == HOLDS
+    verdict, detail = lp.dtc_reduction_pattern(_frame(cells | {("DyGFormer d_tc=24", "Sinusoidal", "UCI"): 91}, "fig6"))
+    assert verdict == FAILS and "sinusoidal UCI declines: NO" in detail
+    verdict, detail = lp.dtc_reduction_pattern(_frame({k: v for k, v in cells.items() if k[2] != "LastFM"}, "fig6"))
+    assert verdict == PENDING and "LastFM" in detail
+
+
+def test_waiting_time_shift_c19():
+    means = {("Source node", "Train"): 266.9, ("Source node", "Test"): 2129.37, ("Destination node", "Train"): 415.55,
+             ("Destination node", "Test"): 4476.33, ("Source node", "Validation"): 414.49}
+    table5 = lambda m: _frame({(g, s, "Average"): v for (g, s), v in m.items()}, "table5", "waiting_time_minutes_mean")
+    verdict, detail = lp.uci_waiting_times_shift(table5(means))
+    assert verdict == HOLDS and "source 8.0x" in detail and "destination 10.8x" in detail
+    assert lp.uci_waiting_times_shift(table5(means | {("Destination node", "Test"): 500.0}))[0] == FAILS
+    assert lp.uci_waiting_times_shift(table5(means | {("Source node", "Test"): float("nan")}))[0] == PENDING
+    missing = {k: v for k, v in means.items() if k != ("Destination node", "Train")}
+    verdict, detail = lp.uci_waiting_times_shift(table5(missing))
+    assert verdict == PENDING and "Destination node Train" in detail

@@ -10,6 +10,7 @@ equals the best printed mean all win.
 from __future__ import annotations
 
 from collections import defaultdict
+from math import comb
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -135,14 +136,24 @@ def linear_most_wins_historical(df: pd.DataFrame) -> tuple[str, str]:
     return _most_wins(df, "table2", "AP_historical_NS_test", "Linear 18, Sinusoidal 4, Sinusoidal-scale 2 of 24")
 
 
+def _pair(df: pd.DataFrame, artifact: str, metric: str, a: str = "Linear", b: str = "Sinusoidal") -> pd.DataFrame:
+    """model x dataset rows where both `a` and `b` have a reproduced mean (empty when either was not run)."""
+    cells = _cells(df, artifact, metric)
+    return cells[[a, b]].dropna() if {a, b} <= set(cells.columns) else pd.DataFrame(columns=[a, b])
+
+
+def _better(pair: pd.DataFrame, a: str, b: str, lower: bool = False) -> int:
+    """Number of cells where `a` beats `b` (a higher mean, or a lower one when `lower`)."""
+    return int((pair[a] < pair[b]).sum() if lower else (pair[a] > pair[b]).sum())
+
+
 @rule("linear_beats_scaled_mostly")
 def linear_beats_scaled_mostly(df: pd.DataFrame) -> tuple[str, str]:
     """linear_time c02: linear beats sinusoidal-scale in (nearly) every cell; holds when in more than 3/4 of them."""
-    cells = _cells(df, "table1", "AP_random_NS_test")
-    if cells.empty or not {"Linear", "Sinusoidal-scale"} <= set(cells.columns):
+    pair = _pair(df, "table1", "AP_random_NS_test", "Linear", "Sinusoidal-scale")
+    if pair.empty:
         return PENDING, "table1 needs linear and sinusoidal-scale runs"
-    pair = cells[["Linear", "Sinusoidal-scale"]].dropna()
-    n = int((pair["Linear"] > pair["Sinusoidal-scale"]).sum())
+    n = _better(pair, "Linear", "Sinusoidal-scale")
     ok = n > 0.75 * len(pair)
     return (HOLDS if ok else FAILS), f"linear > sinusoidal-scale in {n} of {len(pair)} cells (published 22 of 24)"
 
@@ -159,6 +170,109 @@ def scaling_hurts_on_uci(df: pd.DataFrame) -> tuple[str, str]:
     below = {m: bool(row["Sinusoidal-scale"] < row["Sinusoidal"]) for m, row in uci.iterrows()}
     detail = "; ".join(f"{m}: {uci.loc[m, 'Sinusoidal-scale']:.2f} vs {uci.loc[m, 'Sinusoidal']:.2f}" for m in below)
     return (HOLDS if all(below.values()) else FAILS), f"UCI sinusoidal-scale vs sinusoidal: {detail}"
+
+
+FOUR_MODELS = ("TGAT", "DyGFormer", "DyGFormer-separate", "DyGDecoder")
+
+
+def _gains(df: pd.DataFrame, artifact: str, metric: str) -> pd.Series:
+    """Linear - Sinusoidal per (model, dataset) cell, largest first."""
+    pair = _pair(df, artifact, metric)
+    return (pair["Linear"] - pair["Sinusoidal"]).sort_values(ascending=False)
+
+
+def _fmt(values: pd.Series) -> str:
+    """'TGAT UCI +15.14, ...' for values indexed by (model, dataset)."""
+    return ", ".join(f"{m} {d} {v:+.2f}" for (m, d), v in values.items())
+
+
+def _linear_wins(df: pd.DataFrame, artifact: str, metric: str) -> dict[tuple, bool]:
+    """(model, dataset) -> is linear among the winners (paper's tie rule); cells with linear and another encoder."""
+    cells = _cells(df, artifact, metric)
+    if "Linear" not in cells.columns:
+        return {}
+    cells = cells[cells["Linear"].notna() & (cells.notna().sum(axis=1) >= 2)]
+    return {idx: "Linear" in winners(means.dropna().to_dict()) for idx, means in cells.iterrows()}
+
+
+@rule("linear_largest_gains_tgat")
+def linear_largest_gains_tgat(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c03: the two largest random-NS gains of linear over sinusoidal are TGAT cells, and the largest
+    drop (if any) is under a tenth of the largest gain."""
+    d = _gains(df, "table1", "AP_random_NS_test")
+    models = [m for m, _ in d.index]
+    if models.count("TGAT") < 2 or len(set(models)) < 2:
+        return PENDING, "table1 needs linear and sinusoidal cells of TGAT (two datasets at least) and of another model"
+    ok = {m for m, _ in d.index[:2]} == {"TGAT"} and -d.iloc[-1] < d.iloc[0] / 10
+    return (HOLDS if ok else FAILS), (f"linear - sinusoidal over {len(d)} cells: largest {_fmt(d.iloc[:2])}; smallest "
+                                      f"{_fmt(d.iloc[-1:])} (published +15.14 TGAT UCI, +10.24 TGAT Enron, -0.34 DyGFormer Enron)")
+
+
+@rule("linear_best_historical_uci_wikipedia_enron")
+def linear_best_historical_uci_wikipedia_enron(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c06: under historical NS linear is among the winners (tie rule) in every reproduced model cell of
+    UCI, Wikipedia and Enron."""
+    wins = {k: w for k, w in _linear_wins(df, "table2", "AP_historical_NS_test").items()
+            if k[1] in ("UCI", "Wikipedia", "Enron")}
+    if not wins:
+        return PENDING, "table2 has no UCI, Wikipedia or Enron cell with linear and another encoder"
+    lost = [f"{m} {d}" for (m, d), w in wins.items() if not w]
+    detail = f"linear best in {len(wins) - len(lost)} of {len(wins)} cells (published 12 of 12)"
+    return (FAILS, f"{detail}; not in {', '.join(lost)}") if lost else (HOLDS, detail)
+
+
+@rule("linear_largest_gains_historical")
+def linear_largest_gains_historical(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c07: under historical NS linear gains over sinusoidal in the four cells the text names, and the
+    largest gain of the table is a TGAT cell."""
+    d = _gains(df, "table2", "AP_historical_NS_test")
+    named = [("TGAT", "UCI"), ("TGAT", "Enron"), ("DyGFormer", "UCI"), ("DyGFormer-separate", "Enron")]
+    missing = [f"{m} {ds}" for m, ds in named if (m, ds) not in d.index]
+    if missing:
+        return PENDING, f"table2 needs linear and sinusoidal cells of {', '.join(missing)}"
+    ok = bool((d.loc[named] > 0).all()) and d.index[0][0] == "TGAT"
+    return (HOLDS if ok else FAILS), (f"linear - sinusoidal: {_fmt(d.loc[named])}; largest {_fmt(d.iloc[:1])} "
+                                      "(published +22.48, +15.32, +7.28, +4.82; largest TGAT UCI)")
+
+
+@rule("linear_wins_us_legis_only_dygformer_separate")
+def linear_wins_us_legis_only_dygformer_separate(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c08: on US Legis under historical NS the models where linear wins (tie rule) are exactly
+    {DyGFormer-separate}; needs all four models."""
+    wins = {m: w for (m, ds), w in _linear_wins(df, "table2", "AP_historical_NS_test").items() if ds == "US Legis"}
+    missing = [m for m in FOUR_MODELS if m not in wins]
+    if missing:
+        return PENDING, f"table2 has no US Legis cell with linear and another encoder for {', '.join(missing)}"
+    won = sorted(m for m, w in wins.items() if w)
+    return (HOLDS if won == ["DyGFormer-separate"] else FAILS), f"linear wins US Legis with: {', '.join(won) or 'none'}"
+
+
+def _sign_test(k: int, n: int) -> float:
+    """Two-sided sign-test p-value of k successes in n fair coin flips."""
+    return min(1.0, 2 * sum(comb(n, i) for i in range(min(k, n - k) + 1)) / 2 ** n) if n else 1.0
+
+
+@rule("cosine_sine_cosine_no_difference")
+def cosine_sine_cosine_no_difference(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c09: all-cosine and sine-cosine do not differ: a two-sided sign test over the cells whose printed
+    (2-decimal) means differ does not reject at the 5% level."""
+    pair = _pair(df, "table4", "AP_random_NS_test", "Cosine", "Sine-cosine").round(2)
+    if pair.empty:
+        return PENDING, "table4 needs cosine and sine-cosine runs"
+    cos, sc = _better(pair, "Cosine", "Sine-cosine"), _better(pair, "Sine-cosine", "Cosine")
+    p = _sign_test(cos, cos + sc)
+    return (HOLDS if p >= 0.05 else FAILS), (f"cosine better in {cos}, sine-cosine in {sc}, ties in {len(pair) - cos - sc}"
+                                             f" of {len(pair)} cells; sign test p = {p:.3f} (published 9 / 12 / 3 of 24)")
+
+
+@rule("linear_beats_sinusoidal_tgn_cawn")
+def linear_beats_sinusoidal_tgn_cawn(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c12: for TGN and CAWN linear beats sinusoidal in most (more than half) of the cells."""
+    pair = _pair(df, "table9", "AP_random_NS_test")
+    if pair.empty:
+        return PENDING, "table9 needs linear and sinusoidal runs of TGN or CAWN"
+    n = _better(pair, "Linear", "Sinusoidal")
+    return (HOLDS if n > len(pair) / 2 else FAILS), f"linear > sinusoidal in {n} of {len(pair)} cells (published 7 of 8)"
 
 
 # ------------------------------------------------------------------ dimension ablations (Figures 5 and 6)
@@ -239,6 +353,58 @@ def lp_dygformer_dtc(records: list[dict]) -> list[dict]:
     return rows + derived
 
 
+def _ap_at(df: pd.DataFrame, artifact: str, group: str, encoder: str) -> pd.Series:
+    """Reproduced AP per dataset of one encoder at one dimension (row_group such as 'TGAT d_T=2')."""
+    t = df[(df["artifact"] == artifact) & (df["metric"] == "AP_random_NS_test") & (df["row_group"] == group)
+           & (df["row"] == encoder)]
+    return t.set_index("column")["mean"]
+
+
+@rule("sinusoidal_drops_more_reducing_dT")
+def sinusoidal_drops_more_reducing_dT(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c14: shrinking TGAT's d_T from 100 costs sinusoidal a larger worst-case AP drop than linear."""
+    drops = df[(df["artifact"] == "fig5") & (df["metric"] == "max_AP_drop_reducing_dT_from_100")].set_index("row")
+    if not {"Sinusoidal", "Linear"} <= set(drops.index):
+        return PENDING, "fig5 needs d_T = 100 and a reduced d_T for both encoders"
+    s, lin = drops.loc["Sinusoidal"], drops.loc["Linear"]
+    return (HOLDS if s["mean"] > lin["mean"] else FAILS), (
+        f"largest AP drop: sinusoidal {s['mean']:.2f} ({s['column']}), linear {lin['mean']:.2f} ({lin['column']}) "
+        "(published 8.08 LastFM, 2.44 UCI)")
+
+
+@rule("tiny_linear_beats_full_sinusoidal")
+def tiny_linear_beats_full_sinusoidal(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c15: TGAT with linear d_T=2 has a higher AP than sinusoidal d_T=100 on every reproduced dataset but
+    Reddit (either way there), with fewer parameters."""
+    lin, sin = _ap_at(df, "fig5", "TGAT d_T=2", "Linear"), _ap_at(df, "fig5", "TGAT d_T=100", "Sinusoidal")
+    saving = df[(df["artifact"] == "fig5") & (df["metric"] == "param_saving_pct_vs_dT100")]["mean"]
+    both = [ds for ds in lin.index if ds in sin.index and ds != "Reddit"]
+    if not both or saving.empty:
+        return PENDING, "fig5 needs linear d_T=2 and sinusoidal d_T=100 on a dataset other than Reddit"
+    lost = [ds for ds in both if not lin[ds] > sin[ds]]
+    ok = not lost and saving.iloc[0] > 0
+    return (HOLDS if ok else FAILS), (f"linear d_T=2 above sinusoidal d_T=100 on {len(both) - len(lost)} of {len(both)} "
+                                      f"datasets other than Reddit{' (not ' + ', '.join(lost) + ')' if lost else ''}; "
+                                      f"parameters saved {saving.iloc[0]:.0f}% (published 5 of 6, 43%)")
+
+
+@rule("dtc_reduction_pattern")
+def dtc_reduction_pattern(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c16: d_tc 50 -> 2 lowers both encoders' AP on Enron and LastFM; on UCI and US Legis linear at d_tc
+    24 or 2 beats its d_tc=50 while sinusoidal never rises as d_tc shrinks."""
+    ap = {(enc, d): _ap_at(df, "fig6", f"DyGFormer d_tc={d}", enc) for enc in ("Linear", "Sinusoidal") for d in (50, 24, 2)}
+    missing = [f"{enc} d_tc={d} {ds}" for (enc, d), s in ap.items() for ds in ("UCI", "Enron", "LastFM", "US Legis")
+               if ds not in s.index]
+    if missing:
+        return PENDING, f"fig6 lacks {len(missing)} cells, e.g. {', '.join(missing[:3])}"
+    checks = {f"{enc.lower()} {ds} degrades": ap[(enc, 2)][ds] < ap[(enc, 50)][ds]
+              for ds in ("Enron", "LastFM") for enc in ("Linear", "Sinusoidal")}
+    for ds in ("UCI", "US Legis"):
+        checks[f"linear {ds} improves"] = max(ap[("Linear", 24)][ds], ap[("Linear", 2)][ds]) > ap[("Linear", 50)][ds]
+        checks[f"sinusoidal {ds} declines"] = ap[("Sinusoidal", 50)][ds] >= ap[("Sinusoidal", 24)][ds] >= ap[("Sinusoidal", 2)][ds]
+    return (HOLDS if all(checks.values()) else FAILS), "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in checks.items())
+
+
 # ------------------------------------------------------------------ cost (Tables 7 and 8)
 
 def _cost(records: list[dict], metric: str, value) -> list[dict]:
@@ -266,6 +432,20 @@ def lp_peak_memory(records: list[dict]) -> list[dict]:
     cpu = _cost(records, PEAK_RSS, lambda r: None if r["metrics"].get("peak_gpu_memory_mb")
                 else r["metrics"].get("peak_rss_mb", 0) / 1024)
     return gpu + cpu
+
+
+@rule("linear_cheaper_mostly")
+def linear_cheaper_mostly(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c11: linear trains faster per epoch and peaks lower in memory than sinusoidal in most (more than half)
+    of the cells; memory is peak GPU memory where runs had a GPU, else the CPU process's peak RSS."""
+    memory = PEAK_GPU if not _pair(df, "table8", PEAK_GPU).empty else PEAK_RSS
+    time, mem = _pair(df, "table7", TIME_PER_EPOCH), _pair(df, "table8", memory)
+    if time.empty or mem.empty:
+        return PENDING, "table7 and table8 both need linear and sinusoidal runs of a model and dataset"
+    nt, nm = _better(time, "Linear", "Sinusoidal", lower=True), _better(mem, "Linear", "Sinusoidal", lower=True)
+    ok = nt > len(time) / 2 and nm > len(mem) / 2
+    return (HOLDS if ok else FAILS), (f"linear faster per epoch in {nt} of {len(time)} cells, lower {memory} in {nm} of "
+                                      f"{len(mem)} (published 23 of 24 each, GPU memory); measured on this machine")
 
 
 # ------------------------------------------------------------------ figures
@@ -433,6 +613,26 @@ def lp_time_vs_position(records: list[dict]) -> list[dict]:
     return rows
 
 
+@rule("time_beats_position_mostly")
+def time_beats_position_mostly(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c10: time encoding above positional encoding in most (more than half) of the cells, and for each
+    model Reddit is the dataset where the two differ least."""
+    pair = _pair(df, "table6", "AP_random_NS_test", "Time", "Position")
+    models = sorted({m for m, _ in pair.index})
+    missing = [m for m in models if (m, "Reddit") not in pair.index]
+    if pair.empty:
+        return PENDING, "table6 needs time and position runs"
+    if missing:
+        return PENDING, f"table6 has no Reddit cell of {', '.join(missing)}"
+    change = (pair["Position"] - pair["Time"]).abs()
+    least = {m: change.xs(m).idxmin() for m in models}
+    n = _better(pair, "Time", "Position")
+    ok = n > len(pair) / 2 and set(least.values()) == {"Reddit"}
+    return (HOLDS if ok else FAILS), (f"time > position in {n} of {len(pair)} cells; smallest |change|: " +
+                                      ", ".join(f"{m} {ds} {change[(m, ds)]:.2f}" for m, ds in least.items()) +
+                                      " (published 10 of 12; Reddit |change| < 0.1)")
+
+
 # ------------------------------------------------------------------ node classification (Table 10)
 
 @aggregator("nc_auc")
@@ -469,3 +669,20 @@ def node_classification_encoder_preference(df: pd.DataFrame) -> tuple[str, str]:
     if not parts:
         return PENDING, "table10 has no TGAT or DyGFormer cells with both encoders"
     return (HOLDS if ok else FAILS), "; ".join(parts)
+
+
+# ------------------------------------------------------------------ dataset statistics (Table 5)
+
+@rule("uci_waiting_times_shift")
+def uci_waiting_times_shift(df: pd.DataFrame) -> tuple[str, str]:
+    """linear_time c19: on UCI the test split's mean waiting time is at least twice the train split's, for both source
+    and destination nodes."""
+    t = df[(df["artifact"] == "table5") & (df["metric"] == "waiting_time_minutes_mean")].set_index(["row_group", "row"])["mean"]
+    roles = ("Source node", "Destination node")
+    missing = [f"{g} {s}" for g in roles for s in ("Train", "Test") if (g, s) not in t.index or pd.isna(t[(g, s)])]
+    if missing:
+        return PENDING, f"table5 lacks the mean waiting time of {', '.join(missing)}"
+    ratio = {g: t[(g, "Test")] / t[(g, "Train")] for g in roles}
+    return (HOLDS if min(ratio.values()) >= 2 else FAILS), (
+        "test / train mean waiting time: " + ", ".join(f"{g.split()[0].lower()} {r:.1f}x" for g, r in ratio.items()) +
+        " (published 8.0x and 10.8x)")
