@@ -45,3 +45,24 @@ def test_every_registered_rule_is_named_by_some_claim():
     reg = registry.load()
     named = {c.get("rule") for p in reg.papers.values() for c in p["claims"]}
     assert set(claims.RULES) <= named
+
+
+def test_verdicts_on_stand_ins_are_withheld_with_what_they_would_be(tmp_path):
+    """A claim judged on synthetic stand-ins proves the pipeline, not the paper: reported as not yet evaluable."""
+    from timerepro import registry
+    from timerepro.report import aggregate
+
+    rows = [{"paper": "linear_time", "artifact": "fig2", "row_group": "1-layer autoregressive", "row": enc,
+             "column": "2", "metric": "test_accuracy", "mean": acc, "std": 0.0, "note": "", "n_runs": 1,
+             "scale": "offline", "data": data}
+            for enc, acc in (("Linear", 0.9), ("Sinusoidal", 0.8))
+            for data in ["synthetic stand-in for UCI (not the real data)"]]
+    out = tmp_path / "aggregated"
+    out.mkdir()
+    pd.DataFrame(rows, columns=aggregate.COLUMNS).to_csv(out / "linear_time.csv", index=False)
+    verdicts = {c["id"]: c for c in claims.evaluate(registry.load(), tmp_path) if c["paper"] == "linear_time"}
+    assert verdicts["c17"]["verdict"] == claims.PENDING
+    assert verdicts["c17"]["detail"].startswith("on synthetic stand-ins only (would be holds)")
+    real = pd.DataFrame(rows).assign(data="generated (paper's own synthetic task)")
+    assert not claims.on_standins(real, "fig2") and claims.on_standins(pd.DataFrame(rows), "table1, fig2")
+    assert claims.withheld_on_standins(claims.PENDING, "x") == (claims.PENDING, "x")

@@ -1,7 +1,8 @@
 """Checkable claims: each rule reads aggregated (reproduced) numbers and returns a verdict.
 
-Verdicts: `holds`, `fails`, or `cannot be evaluated yet` (no rule implemented, or the artifact
-it needs has not been regenerated at this scale). Rules never read published values.
+Verdicts: `holds`, `fails`, or `cannot be evaluated yet` (no rule implemented, the artifact it
+needs has not been regenerated at this scale, or its numbers come from synthetic stand-ins: then
+the detail says what the verdict would be). Rules never read published values.
 """
 
 from __future__ import annotations
@@ -69,6 +70,24 @@ def attention_closer_at_larger_dim(df: pd.DataFrame) -> tuple[str, str]:
     return (HOLDS if ok else FAILS), detail
 
 
+def on_standins(df: pd.DataFrame, artifacts: str, row_group: str | None = None) -> bool:
+    """True when reproduced rows of `artifacts` ("table2" or "table7, table8"), optionally of one row group,
+    were computed on synthetic stand-ins: they prove the pipeline, not the paper."""
+    if "data" not in df.columns:
+        return False
+    sel = df[df["artifact"].isin([a.strip() for a in str(artifacts).split(",")])]
+    if row_group is not None:
+        sel = sel[sel["row_group"] == row_group]
+    return bool(sel["data"].astype(str).str.contains("stand-in").any())
+
+
+def withheld_on_standins(verdict: str, detail: str) -> tuple[str, str]:
+    """A verdict computed on stand-ins is reported as not yet evaluable, with what it would be."""
+    if verdict == PENDING:
+        return verdict, detail
+    return PENDING, f"on synthetic stand-ins only (would be {verdict}): {detail}"
+
+
 def evaluate(reg: Registry, results: Path | None = None) -> list[dict]:
     from . import families
 
@@ -84,6 +103,8 @@ def evaluate(reg: Registry, results: Path | None = None) -> list[dict]:
                 verdict, detail = PENDING, f"rule {name!r} is not registered"
             else:
                 verdict, detail = RULES[name](df)
+                if on_standins(df, claim["artifact"]):
+                    verdict, detail = withheld_on_standins(verdict, detail)
             out.append({"paper": paper, "id": claim["id"], "artifact": claim["artifact"], "text": claim["text"],
                         "check": claim.get("check", ""), "rule": name, "verdict": verdict, "detail": detail})
     return out

@@ -15,7 +15,7 @@ import pandas as pd
 
 from . import published
 from .aggregate import aggregator
-from .claims import FAILS, HOLDS, PENDING, rule
+from .claims import FAILS, HOLDS, PENDING, on_standins, rule, withheld_on_standins
 
 PAPER, ARTIFACT = "hawkes_attention", "table9"
 OURS = "Ours"
@@ -97,18 +97,10 @@ def forecasting_table9(records: list[dict]) -> list[dict]:
     return rows
 
 
-def _on_standins(df: pd.DataFrame, group: str) -> bool:
-    """True when the reproduced rows of `group` were computed on synthetic stand-ins (no verdict on real data)."""
-    if "data" not in df.columns:
-        return False
-    sel = df[(df["artifact"] == ARTIFACT) & (df["row_group"] == group)]
-    return bool(sel["data"].astype(str).str.contains("stand-in").any())
-
-
 def _verdict(df: pd.DataFrame, group: str, ok: bool, detail: str) -> tuple[str, str]:
-    if _on_standins(df, group):
-        return PENDING, f"on synthetic stand-ins only (would be {HOLDS if ok else FAILS}): {detail}"
-    return (HOLDS if ok else FAILS), detail
+    """The verdict on one dataset's rows, withheld when they come from a stand-in of that dataset."""
+    verdict = HOLDS if ok else FAILS
+    return withheld_on_standins(verdict, detail) if on_standins(df, ARTIFACT, group) else (verdict, detail)
 
 
 def _ours(df: pd.DataFrame, group: str, horizon: str, metric: str) -> float | None:

@@ -2,7 +2,7 @@
 `timerepro.models.tpp.registry`:
 
 * data: `prepare(dataset, standin=...)`, EasyTPP's train/dev/test splits (optionally the first
-  `train_sequences` training sequences, a labelled cut of the offline scale);
+  `train_sequences` training and `test_sequences` test sequences, labelled cuts of the offline scale);
 * training: Adam on the negative log-likelihood per event (integral on EasyTPP's grid of
   `loss_integral_num_sample_per_step` points), batches of `batch_size` in stored order unless `shuffle`;
 * model selection: early stopping on the validation log-likelihood per event, best weights restored;
@@ -97,7 +97,7 @@ def run(config: dict, ctx) -> dict:
     data, info = _load(config)
     K = data.dim_process
     train = head(data.splits["train"], config.get("train_sequences"))
-    dev, test = data.splits["dev"], data.splits["test"]
+    dev, test = data.splits["dev"], head(data.splits["test"], config.get("test_sequences"))
     batch = int(config["batch_size"])
     n_int = int(config["loss_integral_num_sample_per_step"])
 
