@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from timerepro.data import archive, ctdg, series, standins, time2vec, tpp
-from timerepro.data.fetch import FetchResult, fetch_file, hash_file
+from timerepro.data.fetch import FetchResult, fetch_file, file_lock, hash_file
 from timerepro.data.lock import Dataset, Lock, check_obtainable, load_lock
 from timerepro.data.manifest import MANIFEST, PREPROCESS_VERSION, read_manifest
 from timerepro.io import atomic_write_text
@@ -84,6 +84,13 @@ def prepare(name: str, *, standin: str | None = None, lock: Lock | None = None, 
     lock = lock or load_lock()
     ds = lock.get(name)
     root = tree_root(standin, data_root)
+    # one process at a time per dataset tree: parallel jobs (Snakemake, run-all --jobs, dvc) share the cache
+    with file_lock(root / ".locks" / f"{ds.name}.lock"):
+        return _prepare(ds, lock, root, standin, data_root, require_pinned, mirrors, force, seed, progress)
+
+
+def _prepare(ds: Dataset, lock: Lock, root: Path, standin: str | None, data_root, require_pinned: bool, mirrors,
+             force: bool, seed: int, progress: bool | None) -> Path:
     out = processed_path(ds.name, standin, data_root)
     if standin:
         raw_dir = root / "raw" / ds.name
