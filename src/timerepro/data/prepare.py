@@ -86,36 +86,32 @@ def prepare(name: str, *, standin: str | None = None, lock: Lock | None = None, 
     root = tree_root(standin, data_root)
     # one process at a time per dataset tree: parallel jobs (Snakemake, run-all --jobs, dvc) share the cache
     with file_lock(root / ".locks" / f"{ds.name}.lock"):
-        return _prepare(ds, lock, root, standin, data_root, require_pinned, mirrors, force, seed, progress)
-
-
-def _prepare(ds: Dataset, lock: Lock, root: Path, standin: str | None, data_root, require_pinned: bool, mirrors,
-             force: bool, seed: int, progress: bool | None) -> Path:
-    out = processed_path(ds.name, standin, data_root)
-    if standin:
-        raw_dir = root / "raw" / ds.name
-        raw = {k: Path(v) for k, v in standins.write_standin(ds, raw_dir, standin, seed=seed).items()} \
-            if force or not _standin_complete(ds, raw_dir, seed) else {f.name: raw_dir / f.name for f in ds.files}
-        label = standins.label_for(ds)
-        sources = [{"name": k, "sha256": hash_file(p)[0], "generated": f"standins.py scale={standin} seed={seed}"}
-                   for k, p in sorted(raw.items())]
-    else:
-        check_obtainable(ds)
-        results = fetch_dataset(ds.name, lock=lock, data_root=data_root, require_pinned=require_pinned,
-                                mirrors=mirrors, progress=progress)
-        raw = {f.name: r.path for f, r in zip(ds.files, results)}
-        label = f"{ds.title} (real data)"
-        sources = [{"name": f.name, "sha256": r.sha256, "pinned": f.pinned, "url": f.resolved_urls()[0] if f.urls else None}
-                   for f, r in zip(ds.files, results)]
-    if not force and _up_to_date(out, sources, ds.family):
-        return out
-    inputs = _materialize(ds, raw, root, verify_members=not standin)
-    common = dict(out_dir=out, sources=sources, standin=bool(standin), label=label)
-    if ds.family == "ctdg":
-        (src,) = inputs.values()
-        source_dir = src if src.is_dir() else src.parent
-        return ctdg.prepare(dataset=ds.name, upstream=ds.upstream_name, options=ds.options, source_dir=source_dir, **common)
-    return FAMILY_PREPARE[ds.family](dataset=ds.name, options=ds.options, inputs=inputs, **common)
+        out = processed_path(ds.name, standin, data_root)
+        if standin:
+            raw_dir = root / "raw" / ds.name
+            raw = {k: Path(v) for k, v in standins.write_standin(ds, raw_dir, standin, seed=seed).items()} \
+                if force or not _standin_complete(ds, raw_dir, seed) else {f.name: raw_dir / f.name for f in ds.files}
+            label = standins.label_for(ds)
+            sources = [{"name": k, "sha256": hash_file(p)[0], "generated": f"standins.py scale={standin} seed={seed}"}
+                       for k, p in sorted(raw.items())]
+        else:
+            check_obtainable(ds)
+            results = fetch_dataset(ds.name, lock=lock, data_root=data_root, require_pinned=require_pinned,
+                                    mirrors=mirrors, progress=progress)
+            raw = {f.name: r.path for f, r in zip(ds.files, results)}
+            label = f"{ds.title} (real data)"
+            sources = [{"name": f.name, "sha256": r.sha256, "pinned": f.pinned,
+                        "url": f.resolved_urls()[0] if f.urls else None} for f, r in zip(ds.files, results)]
+        if not force and _up_to_date(out, sources, ds.family):
+            return out
+        inputs = _materialize(ds, raw, root, verify_members=not standin)
+        common = dict(out_dir=out, sources=sources, standin=bool(standin), label=label)
+        if ds.family == "ctdg":
+            (src,) = inputs.values()
+            source_dir = src if src.is_dir() else src.parent
+            return ctdg.prepare(dataset=ds.name, upstream=ds.upstream_name, options=ds.options,
+                                source_dir=source_dir, **common)
+        return FAMILY_PREPARE[ds.family](dataset=ds.name, options=ds.options, inputs=inputs, **common)
 
 
 def _standin_complete(ds: Dataset, raw_dir: Path, seed: int) -> bool:

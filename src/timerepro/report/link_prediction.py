@@ -106,10 +106,15 @@ def _cells(df: pd.DataFrame, artifact: str, metric: str) -> pd.DataFrame:
     return t.pivot_table(index=["row_group", "column"], columns="row", values="mean")
 
 
+def _cell_winners(cells: pd.DataFrame) -> dict[tuple, set[str]]:
+    """(model, dataset) -> the encoders that win that cell under the paper's tie rule."""
+    return {idx: winners(means.dropna().to_dict()) for idx, means in cells.iterrows()}
+
+
 def _win_counts(cells: pd.DataFrame) -> dict[str, int]:
     counts = {enc: 0 for enc in cells.columns}
-    for _, means in cells.iterrows():
-        for enc in winners(means.dropna().to_dict()):
+    for won in _cell_winners(cells).values():
+        for enc in won:
             counts[enc] += 1
     return counts
 
@@ -192,7 +197,7 @@ def _linear_wins(df: pd.DataFrame, artifact: str, metric: str) -> dict[tuple, bo
     if "Linear" not in cells.columns:
         return {}
     cells = cells[cells["Linear"].notna() & (cells.notna().sum(axis=1) >= 2)]
-    return {idx: "Linear" in winners(means.dropna().to_dict()) for idx, means in cells.iterrows()}
+    return {idx: "Linear" in won for idx, won in _cell_winners(cells).items()}
 
 
 @rule("linear_largest_gains_tgat")
@@ -618,10 +623,10 @@ def time_beats_position_mostly(df: pd.DataFrame) -> tuple[str, str]:
     """linear_time c10: time encoding above positional encoding in most (more than half) of the cells, and for each
     model Reddit is the dataset where the two differ least."""
     pair = _pair(df, "table6", "AP_random_NS_test", "Time", "Position")
-    models = sorted({m for m, _ in pair.index})
-    missing = [m for m in models if (m, "Reddit") not in pair.index]
     if pair.empty:
         return PENDING, "table6 needs time and position runs"
+    models = sorted({m for m, _ in pair.index})
+    missing = [m for m in models if (m, "Reddit") not in pair.index]
     if missing:
         return PENDING, f"table6 has no Reddit cell of {', '.join(missing)}"
     change = (pair["Position"] - pair["Time"]).abs()
