@@ -75,8 +75,8 @@ def standardization_stats(dt, valid=None, statistic: str = "pooled") -> tuple[fl
     * "per_query_mean" (the authors' code: dg-linear-time `analyze_target_historical_event_time_diff`
       then `np.nanmean` / `np.nanstd`; `auxiliary/synthetic.get_mean_std` with one row per batch):
       the mean of each row's valid differences, then the mean and population std of those row
-      means; rows without a valid entry are left out. Its std is the spread of averages, much
-      smaller than the spread of the differences.
+      means; rows without a valid entry are left out. Its std is the spread of averages (over
+      windows of equal length, about std / sqrt(n)), not the spread of the differences.
 
     Returns (0, 1) without any valid entry; the std is 1 when it is 0 (the encoders divide by it).
     """
