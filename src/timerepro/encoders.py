@@ -2,7 +2,12 @@
 
 An encoder maps time differences of shape (...,) to features of shape (..., dim). Encoders that
 standardize their input (linear, cosine_scale) take the mean and standard deviation of the
-training split's time differences as constructor arguments; the others ignore them.
+training split's time differences as constructor arguments (`standardization_stats` computes
+them, with the paper's or the authors' statistic); the others ignore them.
+
+Where linear_time's formula and the authors' code (hsinghuan/dg-linear-time) differ, both are
+named options, the default being the form this module had first (docs/fidelity.md, item 5):
+`standardization_stats(statistic=...)`, `sine_cosine(scale=..., phase=...)`, `linear(affine=...)`.
 """
 
 from __future__ import annotations
@@ -57,18 +62,67 @@ class _Standardize(nn.Module):
         return (dt - self.mean) / self.std
 
 
+STATISTICS = ("pooled", "per_query_mean")
+
+
+def standardization_stats(dt, valid=None, statistic: str = "pooled") -> tuple[float, float]:
+    """Mean and standard deviation with which `linear` and `cosine_scale` standardize time differences.
+
+    dt: (Q, n) time differences, one row per query (e.g. a training endpoint and its n sampled
+    interactions); valid: (Q, n) bool, the entries that count (default: all).
+
+    * "pooled" (linear_time Eq. 1 / App. D.2): mean and population std of every valid difference;
+    * "per_query_mean" (the authors' code: dg-linear-time `analyze_target_historical_event_time_diff`
+      then `np.nanmean` / `np.nanstd`; `auxiliary/synthetic.get_mean_std` with one row per batch):
+      the mean of each row's valid differences, then the mean and population std of those row
+      means; rows without a valid entry are left out. Its std is the spread of averages (over
+      windows of equal length, about std / sqrt(n)), not the spread of the differences.
+
+    Returns (0, 1) without any valid entry; the std is 1 when it is 0 (the encoders divide by it).
+    """
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown standardization statistic {statistic!r}; known: {STATISTICS}")
+    dt = np.asarray(dt, dtype=np.float64)
+    if dt.ndim != 2:
+        raise ValueError(f"dt must be (queries, entries), got shape {dt.shape}")
+    valid = np.ones(dt.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    if valid.shape != dt.shape:
+        raise ValueError(f"valid has shape {valid.shape}, dt {dt.shape}")
+    if statistic == "pooled":
+        values = dt[valid]
+    else:
+        counts = valid.sum(axis=1)  # (Q,)
+        rows = counts > 0
+        # (Q,) mean of each row's valid entries, rows without any left out
+        values = np.where(valid, dt, 0.0).sum(axis=1)[rows] / counts[rows]
+    if values.size == 0:
+        return 0.0, 1.0
+    std = float(values.std())
+    return float(values.mean()), std if std > 0 else 1.0
+
+
 @register("linear")
 class LinearEncoder(nn.Module):
-    """Phi(dt) = w z + b with z = (dt - mu)/sigma (linear_time, Eq. 1)."""
+    """Phi(dt) = w z + b with z = (dt - mu)/sigma (linear_time, Eq. 1).
 
-    def __init__(self, dim: int, *, mean: float = 0.0, std: float = 1.0):
+    `affine=False` is the authors' DyGFormer variant (dg-linear-time `NoTimeEncoder`, used by
+    DyGFormer, DyGFormer-separate and DyGDecoder with d_T = 1): Phi(dt) = z, no weight of its own,
+    the channel projection that follows being the only affine map. It needs dim = 1 and has no
+    parameters (2 fewer than the paper's form, which composes two affine maps).
+    """
+
+    def __init__(self, dim: int, *, mean: float = 0.0, std: float = 1.0, affine: bool = True):
         super().__init__()
+        if not affine and dim != 1:
+            raise ValueError(f"linear encoder without affine map needs dim = 1, got {dim}")
         self.dim = dim
+        self.affine = affine
         self.standardize = _Standardize(mean, std)
-        self.proj = nn.Linear(1, dim)
+        self.proj = nn.Linear(1, dim) if affine else None
 
     def forward(self, dt: torch.Tensor) -> torch.Tensor:
-        return self.proj(self.standardize(dt).unsqueeze(-1))
+        z = self.standardize(dt).unsqueeze(-1)  # (..., 1)
+        return self.proj(z) if self.affine else z
 
 
 @register("cosine")
@@ -108,19 +162,31 @@ class SineCosineEncoder(nn.Module):
     Xu et al. (2019)'s form, so that <Phi(a), Phi(b)> = (1/k) sum_i cos(w_i (a - b)). The output
     has `dim` features from k = dim/2 frequencies (the authors' code convention), so encoders are
     compared at equal width; cosines first, then sines (order is irrelevant to a linear layer).
+
+    Options (linear_time's formula vs the authors' code, `SineCosineTimeEncoder`):
+    `scale=True` multiplies by sqrt(1/k) (the paper; the code has no factor); `phase=True` adds a
+    learnable phase b_i, initialised at 0 and shared by the cosine and sine of frequency i,
+    [cos(w_i t + b_i), sin(w_i t + b_i)] (the code's `nn.Linear(1, k)` bias; the paper has none).
+    The code's variant is `scale=False, phase=True`.
     """
 
-    def __init__(self, dim: int, *, mean: float = 0.0, std: float = 1.0, learnable: bool = True):
+    def __init__(self, dim: int, *, mean: float = 0.0, std: float = 1.0, learnable: bool = True,
+                 scale: bool = True, phase: bool = False):
         super().__init__()
         if dim % 2:
             raise ValueError(f"sine_cosine needs an even dimension, got {dim}")
         self.dim = dim
         self.k = dim // 2
+        self.scale = scale
         self.w = nn.Parameter(dyglib_frequencies(self.k), requires_grad=learnable)
+        self.phi = nn.Parameter(torch.zeros(self.k), requires_grad=learnable) if phase else None
 
     def forward(self, dt: torch.Tensor) -> torch.Tensor:
         angle = dt.unsqueeze(-1) * self.w  # (..., k)
-        return math.sqrt(1.0 / self.k) * torch.cat([torch.cos(angle), torch.sin(angle)], dim=-1)
+        if self.phi is not None:
+            angle = angle + self.phi
+        out = torch.cat([torch.cos(angle), torch.sin(angle)], dim=-1)  # (..., 2k)
+        return math.sqrt(1.0 / self.k) * out if self.scale else out
 
 
 @register("time2vec")

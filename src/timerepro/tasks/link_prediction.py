@@ -39,12 +39,13 @@ from torch import nn
 from timerepro.data.ctdg import CTDGData, LinkSplit, link_prediction_split, load_processed
 from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
+from timerepro.encoders import standardization_stats
 from timerepro.graphs.evaluate import batched_metrics
 from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_sampler
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.dygformer import DyGFormer, dygformer_hparams, recency_index_stats
 from timerepro.models.graph.attention_record import RECORDABLE, attention_records, record_attention, sample_edges
-from timerepro.models.graph.cawn import CAWN
+from timerepro.models.graph.cawn import CAWN, walks_as_array
 from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
 from timerepro.models.graph.tgn import TGN
@@ -60,24 +61,49 @@ MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max"
 
 # ------------------------------------------------------------------ statistics of time differences
 
-def time_difference_stats(graph: TemporalNeighbors, nodes, times, k: int) -> tuple[float, float]:
-    """Mean and (population) standard deviation of every t - t_k over the queries (nodes, times) and
-    their k most recent interactions before t in `graph`; padding left out. (0, 1) without any
-    history; std 1 when all differences are equal (the linear encoder needs std > 0)."""
-    hood = graph.most_recent(nodes, times, k)  # (Q, k)
-    valid = hood.neighbor_ids != 0
-    dt = (np.asarray(times, dtype=np.float64)[:, None] - hood.times.astype(np.float64))[valid]
-    if dt.size == 0:
-        return 0.0, 1.0
-    std = float(dt.std())
-    return float(dt.mean()), std if std > 0 else 1.0
+def time_difference_stats(graph: TemporalNeighbors, nodes, times, k: int, statistic: str = "pooled",
+                          rng: np.random.RandomState | None = None) -> tuple[float, float]:
+    """Mean and (population) standard deviation of t - t_k over the queries (nodes, times) and their
+    k most recent interactions before t in `graph` (k uniform draws with replacement when `rng` is
+    given, as the authors' code does for uniform-sampling runs); padding left out.
+    `statistic`: `encoders.standardization_stats` ("pooled": every difference, the paper;
+    "per_query_mean": the spread of per-query means, the authors' code). (0, 1) without any
+    history; std 1 when all values are equal (the linear encoder needs std > 0)."""
+    hood = graph.most_recent(nodes, times, k) if rng is None else graph.uniform(nodes, times, k, rng)  # (Q, k)
+    dt = np.asarray(times, dtype=np.float64)[:, None] - hood.times.astype(np.float64)  # (Q, k)
+    return standardization_stats(dt, hood.neighbor_ids != 0, statistic)
 
 
-def train_time_stats(data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors, k: int) -> tuple[float, float]:
+def train_time_stats(data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors, k: int,
+                     statistic: str = "pooled", rng: np.random.RandomState | None = None) -> tuple[float, float]:
     """linear_time App. D.2 on the training split: both endpoints of every training edge at its
     time, against the k most recent training interactions (what the first layer encodes)."""
     src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
-    return time_difference_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k)
+    return time_difference_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k,
+                                 statistic, rng)
+
+
+def walk_time_stats(graph: TemporalNeighbors, nodes, times, k: int, walk_length: int, sampling: str,
+                    scaling: float) -> tuple[float, float]:
+    """The authors' CAWN statistic (dg-linear-time `src/models/cawn.py` setup): k^L walks per query
+    drawn once with the model's sampler (seed 0, DyGLib's training sampler), t - t_w at every walk
+    position (position 0, the query itself, gives 0; padding, time 0, gives t), averaged over the
+    walks per (query, position), then the mean and population std of those averages."""
+    rng = np.random.RandomState(TRAIN_NEIGHBOR_SEED) if sampling != "recent" else None
+    ids, _, ts = graph.multi_hop(nodes, times, k, walk_length, strategy=sampling, rng=rng,
+                                 time_scaling_factor=scaling)
+    _, _, walk_times = walks_as_array(nodes, times, (ids, [np.zeros_like(i) for i in ids], ts), k)  # (Q, M, L+1)
+    dt = walk_times[:, :, :1] - walk_times  # (Q, M, L+1)
+    # one row per (query, position), the M walks as its entries
+    return standardization_stats(dt.transpose(0, 2, 1).reshape(-1, dt.shape[1]), None, "per_query_mean")
+
+
+def _statistic(config: dict) -> tuple[str, np.random.RandomState | None]:
+    """`time_diff_statistic` of a run ("pooled", the paper's; "per_query_mean", the authors' code) and,
+    for the authors' statistic under uniform neighbour sampling, the stream of its uniform windows."""
+    statistic = config.get("time_diff_statistic", "pooled")
+    uniform = statistic == "per_query_mean" and config.get("neighbor_sampling", "recent") == "uniform"
+    return statistic, np.random.RandomState(int(config["seed"])) if uniform else None
 
 
 # ------------------------------------------------------------------ model registry
@@ -90,11 +116,12 @@ def build_tgat(config: dict, data: CTDGData, split: LinkSplit, train_graph: Temp
         ranks = np.arange(1, k + 1, dtype=np.float64)  # every full neighbourhood holds indices 1..k once
         mean, std = float(ranks.mean()), float(ranks.std())
     else:
-        mean, std = train_time_stats(data, split, train_graph, k)
+        mean, std = train_time_stats(data, split, train_graph, k, *_statistic(config))
     return TGAT(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
                 time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
                 num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
-                sampling=config.get("neighbor_sampling", "recent"), time_input=time_input)
+                sampling=config.get("neighbor_sampling", "recent"), time_input=time_input,
+                encoder_options=config.get("encoder_options"))
 
 
 def build_dygformer(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> DyGFormer:
@@ -106,7 +133,10 @@ def build_dygformer(config: dict, data: CTDGData, split: LinkSplit, train_graph:
         src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
         mean, std = recency_index_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k)
     else:
-        mean, std = train_time_stats(data, split, train_graph, k)
+        statistic, _ = _statistic(config)
+        # the authors' code takes its per-query windows of max_input_sequence_length interactions, one
+        # more than the model reads (dg-linear-time src/models/dygformer.py setup)
+        mean, std = train_time_stats(data, split, train_graph, k + (statistic == "per_query_mean"), statistic)
     return DyGFormer(data.node_feat, data.edge_feat, time_mean=mean, time_std=std, **hp)
 
 
@@ -115,11 +145,11 @@ def build_tgn(config: dict, data: CTDGData, split: LinkSplit, train_graph: Tempo
     interactions, as for TGAT (the attention's differences)."""
     config = with_dataset_defaults(config)
     k = int(config["num_neighbors"])
-    mean, std = train_time_stats(data, split, train_graph, k)
+    mean, std = train_time_stats(data, split, train_graph, k, *_statistic(config))
     return TGN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
                time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
                num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
-               sampling=config.get("neighbor_sampling", "recent"))
+               sampling=config.get("neighbor_sampling", "recent"), encoder_options=config.get("encoder_options"))
 
 
 def build_cawn(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> CAWN:
@@ -127,13 +157,19 @@ def build_cawn(config: dict, data: CTDGData, split: LinkSplit, train_graph: Temp
     interactions (the first hop of the walks)."""
     config = with_dataset_defaults(config)
     k = int(config["num_neighbors"])
-    mean, std = train_time_stats(data, split, train_graph, k)
+    sampling = config.get("neighbor_sampling", "time_interval_aware")
+    scaling = float(config.get("time_scaling_factor", 1e-6))
+    if _statistic(config)[0] == "per_query_mean":
+        src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
+        mean, std = walk_time_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k,
+                                    int(config["walk_length"]), sampling, scaling)
+    else:
+        mean, std = train_time_stats(data, split, train_graph, k)
     return CAWN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
                 time_mean=mean, time_std=std, position_dim=int(config["position_dim"]),
                 walk_length=int(config["walk_length"]), num_walk_heads=int(config["num_walk_heads"]),
-                num_neighbors=k, dropout=float(config["dropout"]),
-                sampling=config.get("neighbor_sampling", "time_interval_aware"),
-                time_scaling_factor=float(config.get("time_scaling_factor", 1e-6)))
+                num_neighbors=k, dropout=float(config["dropout"]), sampling=sampling, time_scaling_factor=scaling,
+                encoder_options=config.get("encoder_options"))
 
 
 MODELS: dict[str, Callable[[dict, CTDGData, LinkSplit, TemporalNeighbors], nn.Module]] = {

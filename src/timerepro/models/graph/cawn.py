@@ -124,7 +124,8 @@ class CAWN(nn.Module):
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, encoder: str = "cosine", time_dim: int = 100,
                  time_mean: float = 0.0, time_std: float = 1.0, position_dim: int = 172, walk_length: int = 1,
                  num_walk_heads: int = 8, num_neighbors: int = 32, dropout: float = 0.1,
-                 sampling: str = "time_interval_aware", time_scaling_factor: float = 1e-6):
+                 sampling: str = "time_interval_aware", time_scaling_factor: float = 1e-6,
+                 encoder_options: dict | None = None):
         super().__init__()
         if sampling not in SAMPLING:
             raise ValueError(f"unknown neighbour sampling {sampling!r}; known: {SAMPLING}")
@@ -136,7 +137,8 @@ class CAWN(nn.Module):
         self.time_dim, self.position_dim, self.walk_length = time_dim, position_dim, walk_length
         self.num_neighbors, self.sampling, self.time_scaling_factor = num_neighbors, sampling, float(time_scaling_factor)
         self.time_mean, self.time_std = float(time_mean), float(time_std)
-        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std)
+        # encoder_options: the encoder's named variants (docs/fidelity.md, item 5)
+        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std, **(encoder_options or {}))
         self.position_mlp = nn.Sequential(nn.Linear(walk_length + 1, position_dim), nn.ReLU(),
                                           nn.Linear(position_dim, position_dim))
         input_dim = self.node_dim + self.edge_dim + time_dim + position_dim

@@ -105,7 +105,8 @@ def dygformer_hparams(config: dict) -> dict:
                 time_channel_dim=None if d_tc is None else int(d_tc), patch_size=int(pick("patch_size", 1)),
                 max_input_sequence_length=int(pick("max_input_sequence_length", 32)),
                 num_layers=int(pick("num_layers", 2)), num_heads=int(pick("num_heads", 2)),
-                dropout=float(pick("dropout", 0.1)), time_input=pick("time_input", "time"))
+                dropout=float(pick("dropout", 0.1)), time_input=pick("time_input", "time"),
+                encoder_options=config.get("encoder_options"))
 
 
 # ------------------------------------------------------------------ layers
@@ -172,7 +173,7 @@ class DyGFormer(nn.Module):
                  encoder: str = "cosine", time_dim: int = 100, time_mean: float = 0.0, time_std: float = 1.0,
                  channel_dim: int = 50, time_channel_dim: int | None = None, patch_size: int = 1,
                  max_input_sequence_length: int = 32, num_layers: int = 2, num_heads: int = 2,
-                 dropout: float = 0.1, time_input: str = "time"):
+                 dropout: float = 0.1, time_input: str = "time", encoder_options: dict | None = None):
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"unknown DyGFormer variant {variant!r}; known: {VARIANTS}")
@@ -191,7 +192,8 @@ class DyGFormer(nn.Module):
         self.patch_size = patch_size
         self.max_input_sequence_length = max_input_sequence_length
         self.time_mean, self.time_std = float(time_mean), float(time_std)
-        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std)
+        # encoder_options: the encoder's named variants (docs/fidelity.md, item 5)
+        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std, **(encoder_options or {}))
         self.cooccurrence = CooccurrenceEncoder(channel_dim)
         p = patch_size
         self.projection = nn.ModuleDict({

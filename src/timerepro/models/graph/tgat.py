@@ -123,7 +123,8 @@ class TGAT(nn.Module):
 
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, encoder: str = "cosine", time_dim: int = 100,
                  time_mean: float = 0.0, time_std: float = 1.0, num_layers: int = 2, num_heads: int = 2,
-                 num_neighbors: int = 20, dropout: float = 0.1, sampling: str = "recent", time_input: str = "time"):
+                 num_neighbors: int = 20, dropout: float = 0.1, sampling: str = "recent", time_input: str = "time",
+                 encoder_options: dict | None = None):
         super().__init__()
         if time_input not in ("time", "position"):
             raise ValueError(f"time_input must be 'time' or 'position', got {time_input!r}")
@@ -141,7 +142,8 @@ class TGAT(nn.Module):
         self.num_neighbors = num_neighbors
         self.sampling = sampling
         self.time_mean, self.time_std = float(time_mean), float(time_std)
-        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std)
+        # encoder_options: the encoder's named variants (docs/fidelity.md, item 5)
+        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std, **(encoder_options or {}))
         self.attention = nn.ModuleList(
             TemporalAttention(self.node_dim, self.edge_dim, time_dim, num_heads=num_heads, dropout=dropout)
             for _ in range(num_layers))

@@ -42,7 +42,8 @@ class TGN(nn.Module):
 
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, encoder: str = "cosine", time_dim: int = 100,
                  time_mean: float = 0.0, time_std: float = 1.0, num_layers: int = 1, num_heads: int = 2,
-                 num_neighbors: int = 10, dropout: float = 0.1, sampling: str = "recent"):
+                 num_neighbors: int = 10, dropout: float = 0.1, sampling: str = "recent",
+                 encoder_options: dict | None = None):
         super().__init__()
         if sampling not in SAMPLING:
             raise ValueError(f"unknown neighbour sampling {sampling!r}; known: {SAMPLING}")
@@ -56,7 +57,8 @@ class TGN(nn.Module):
         self.message_dim = 2 * self.memory_dim + time_dim + self.edge_dim
         self.time_dim, self.num_layers, self.num_neighbors, self.sampling = time_dim, num_layers, num_neighbors, sampling
         self.time_mean, self.time_std = float(time_mean), float(time_std)
-        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std)
+        # encoder_options: the encoder's named variants (docs/fidelity.md, item 5)
+        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std, **(encoder_options or {}))
         self.memory_updater = nn.GRUCell(self.message_dim, self.memory_dim)
         self.attention = nn.ModuleList(
             TemporalAttention(self.node_dim, self.edge_dim, time_dim, num_heads=num_heads, dropout=dropout)

@@ -25,4 +25,5 @@ def hawkes_attention(config: dict, num_event_types: int) -> HawkesAttention:
         d_v=int(config["d_v"]), num_layers=int(config["num_layers"]), num_heads=int(config["num_heads"]),
         phi_width=int(config["phi_width"]), phi_depth=int(config["phi_depth"]), dropout=float(config["dropout"]),
         d_rnn=int(d_rnn) if d_rnn else None, time_scale=float(config.get("time_scale", 1.0)),
+        softplus=config.get("softplus", "formula"),
         **HAWKES_VARIANTS[variant])

@@ -30,6 +30,10 @@ import torch.nn.functional as F
 from torch import nn
 
 KERNELS = ("mlp", "constant")  # "constant": phi == 1, the THP special case of the paper's ablation view
+# "formula": softplus_beta(x) = log(1 + exp(beta x)) / beta (the paper); "easytpp": EasyTPP's ScaledSoftplus
+# (easy_tpp/model/baselayer.py, copied in the authors' torch_baselayer.py:20-39), whose exp argument is clamped at
+# log(1e5) below its threshold 20, so it is flat at log1p(1e5)/beta for beta x in (11.51, 20] (docs/fidelity.md)
+SOFTPLUS = ("formula", "easytpp")
 
 
 def causal_pad_mask(type_seqs: torch.Tensor, pad_token_id: int) -> torch.Tensor:
@@ -212,8 +216,12 @@ class HawkesAttention(nn.Module):
     def __init__(self, num_event_types: int, *, d_model: int = 64, d_inner: int = 128, d_k: int = 64, d_v: int = 64,
                  num_layers: int = 2, num_heads: int = 2, phi_width: int = 8, phi_depth: int = 2,
                  dropout: float = 0.1, d_rnn: int | None = None, shared_phi: bool = False,
-                 positional_encoding: bool = False, kernel: str = "mlp", time_scale: float = 1.0):
+                 positional_encoding: bool = False, kernel: str = "mlp", time_scale: float = 1.0,
+                 softplus: str = "formula"):
         super().__init__()
+        if softplus not in SOFTPLUS:
+            raise ValueError(f"softplus must be one of {SOFTPLUS}, got {softplus!r}")
+        self.softplus = softplus
         K = int(num_event_types)
         self.num_event_types, self.pad_token_id, self.d_model = K, K, d_model
         self.positional_encoding = positional_encoding
@@ -263,8 +271,12 @@ class HawkesAttention(nn.Module):
         return [{"params": phi, "weight_decay": float(phi_weight_decay)}, {"params": rest, "weight_decay": 0.0}]
 
     def scaled_softplus(self, x: torch.Tensor) -> torch.Tensor:
-        """softplus_beta(x) = log(1 + exp(beta x)) / beta per type (x [..., K]); linear above beta x = 20."""
+        """softplus_beta(x) = log(1 + exp(beta x)) / beta per type (x [..., K]); linear above beta x = 20.
+        With softplus="easytpp", EasyTPP's clamped form (see SOFTPLUS)."""
         beta = self.log_beta.exp()
+        if self.softplus == "easytpp":
+            bx = beta * x
+            return torch.where(bx <= 20.0, torch.log1p(bx.clamp(max=math.log(1e5)).exp()) / beta, x)
         return F.softplus(beta * x) / beta
 
     def intensities_at(self, times_since_last: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
