@@ -21,13 +21,7 @@ from timerepro.models.graph.swinit import SWINIT, star_graphs
 from timerepro.tasks import link_prediction as lp
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small tensors: one thread (two threads on a busy two-core machine slow these tests down many times)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def known_spectrum(sigma: np.ndarray, m: int, seed: int = 0) -> torch.Tensor:
