@@ -68,3 +68,15 @@ def standin_root(tmp_path_factory):
         return root
 
     return prepare_names
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for a test of tiny tensors (two threads on a busy two-core machine run many times slower).
+    Opt in with `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

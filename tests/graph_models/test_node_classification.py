@@ -20,6 +20,8 @@ from timerepro.data import standins
 from timerepro.data.ctdg import CTDGData, load_processed, node_classification_split
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.dygformer import DyGFormer
+from timerepro.models.graph.spectral import fit_projection
+from timerepro.models.graph.swinit import SWINIT
 from timerepro.models.graph.tgat import TGAT
 from timerepro.tasks import link_prediction as lp
 from timerepro.tasks import node_classification as nc
@@ -162,17 +164,23 @@ def toy_backbone(kind: str, node_feat, edge_feat) -> lp.LinkPredictionModel:
     if kind == "dygformer":
         net = DyGFormer(node_feat, edge_feat, variant="dygformer", encoder="linear", time_dim=1, channel_dim=4,
                         max_input_sequence_length=6, num_layers=1, num_heads=2, time_mean=10.0, time_std=5.0)
+    elif kind.startswith("swinit"):  # the UFGConv output: memory and batch graph (the memory readout: test_swinit)
+        net = SWINIT(node_feat.shape[0], edge_feat, fit_projection(edge_feat[1:], ranks=(3,)), inputs="trsvd",
+                     memory_cell=kind.split("-")[1], memory_dim=6, embedding_dim=6, time_dim=4, encoder="cosine",
+                     num_neighbors=3, num_layers=2, framelet_levels=2, cheb_degree=1, lambda_max=4.0, dilation=2.0,
+                     dropout=0.0, readout="embedding")
     else:
         net = TGAT(node_feat, edge_feat, encoder="linear", time_dim=4, time_mean=10.0, time_std=5.0,
                    num_layers=2, num_heads=2, num_neighbors=3, sampling=kind.split("-")[1])
     return nc.freeze(lp.LinkPredictionModel(net))
 
 
-@pytest.mark.parametrize("kind", ["tgat-recent", "tgat-uniform", "dygformer"])
+@pytest.mark.parametrize("kind", ["tgat-recent", "tgat-uniform", "dygformer", "swinit-gru", "swinit-mlp"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_embeddings_never_see_the_future(kind, seed):
     """The head's inputs for every edge up to time T (ties at T included) are unchanged when more edges
-    at T and later edges, with their own features and labels, are added; after T they do change."""
+    at T and later edges, with their own features and labels, are added; after T they do change. Every pass
+    starts from an empty memory (SWINIT's state would otherwise carry over from the previous pass)."""
     rng = np.random.default_rng(seed)
     n_nodes, n_past, n_new = 10, 40, 20
     src, dst = rng.integers(1, n_nodes + 1, n_past), rng.integers(1, n_nodes + 1, n_past)
@@ -186,14 +194,14 @@ def test_embeddings_never_see_the_future(kind, seed):
     grown = toy_data(np.r_[src, new_src], np.r_[dst, new_dst], np.r_[ts, new_ts], edge_feat, node_feat)
     idx = np.arange(n_past)
     model = toy_backbone(kind, node_feat, edge_feat)
-    h_past = nc.source_embeddings(model, past, idx, TemporalNeighbors.from_data(past), batch_size=7)
-    h_grown = nc.source_embeddings(model, grown, idx, TemporalNeighbors.from_data(grown), batch_size=7)
+    h_past = nc.source_embeddings(model, past, idx, TemporalNeighbors.from_data(past), batch_size=7, reset=True)
+    h_grown = nc.source_embeddings(model, grown, idx, TemporalNeighbors.from_data(grown), batch_size=7, reset=True)
     assert h_past.shape == (n_past, 6)
     torch.testing.assert_close(h_past, h_grown, rtol=0, atol=0)
     # control: the new edges after T do see the new interactions (those at T and before them)
     later = np.flatnonzero(grown.ts > cut)
-    h_seen = nc.source_embeddings(model, grown, later, TemporalNeighbors.from_data(grown), batch_size=7)
-    h_blind = nc.source_embeddings(model, grown, later, TemporalNeighbors.from_data(past), batch_size=7)
+    h_seen = nc.source_embeddings(model, grown, later, TemporalNeighbors.from_data(grown), batch_size=7, reset=True)
+    h_blind = nc.source_embeddings(model, grown, later, TemporalNeighbors.from_data(past), batch_size=7, reset=True)
     assert not torch.allclose(h_seen, h_blind)
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 from .published import KEY
 
 PUBLISHED, REPRODUCED, DELTA = "published", "reproduced", "delta (repro - pub)"
+NOT_YET = "not yet reproduced"
 
 
 def _fmt(mean, std=None, digits: int = 4) -> str:
@@ -38,12 +39,15 @@ def _order(values) -> list:
 
 def comparison(published: pd.DataFrame, reproduced: pd.DataFrame) -> pd.DataFrame:
     """One row per (row_group, row, metric), columns (paper column, source)."""
-    pub = published.assign(source=PUBLISHED)
-    rep = reproduced.assign(source=REPRODUCED)
-    both = pd.concat([pub[KEY + ["mean", "std", "source"]], rep[KEY + ["mean", "std", "source"]]], ignore_index=True)
+    pub = published.assign(source=PUBLISHED, placeholder=False)
+    # an aggregator's placeholder: a reproduced row without a mean whose note starts with NOT_YET
+    notes = reproduced["note"].astype(str) if "note" in reproduced.columns else pd.Series("", index=reproduced.index)
+    rep = reproduced.assign(source=REPRODUCED, placeholder=reproduced["mean"].isna() & notes.str.startswith(NOT_YET))
+    cols = KEY + ["mean", "std", "source", "placeholder"]
+    both = pd.concat([pub[cols], rep[cols]], ignore_index=True)
     if both.empty:
         return pd.DataFrame()
-    both["cell"] = [_fmt(m, s) for m, s in zip(both["mean"], both["std"])]
+    both["cell"] = [NOT_YET if ph else _fmt(m, s) for m, s, ph in zip(both["mean"], both["std"], both["placeholder"])]
     # the metric joins the row label only where one (row, column) cell carries several metrics
     several = both.groupby(["row_group", "row", "column"])["metric"].nunique().max() > 1
     index = ["row_group", "row", "metric"] if several else ["row_group", "row"]

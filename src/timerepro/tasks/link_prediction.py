@@ -3,14 +3,18 @@
 
 * data: `prepare(dataset, standin=...)`, DyGLib's chronological 70/15/15 split with held-out new nodes;
 * training: the training edges in time order, batches of `batch_size`, one random negative per
-  positive (the positive source with a random destination), BCE, Adam(lr); the model sees only the
-  training edges while training and every edge while evaluating;
+  positive (the positive source with a random destination), BCE, Adam(lr) (or `optimizer: adamw` with
+  `weight_decay`, swinit's protocol); the model sees only the training edges while training and every
+  edge while evaluating;
 * model selection: early stopping on a validation metric (`monitor_metric`, DyGLib's batch-averaged
-  AP by default) under `monitor_negatives` (random by default), best weights restored;
+  AP by default) under `monitor_negatives` (random by default) on the validation edges of
+  `monitor_setting` (transductive: all of them, by default; inductive: the new-node ones, as swinit's
+  inductive runs), best weights restored;
 * evaluation: validation and test, transductive (all edges of the split) and inductive (edges with a
   node unseen in training), under every sampler of `eval_negatives`, with DyGLib's batch-averaged AP
   and AUC and beside them the whole-split figures (`*_whole`);
-* cost: mean training time per epoch, peak process RSS (and peak GPU memory on CUDA), parameters.
+* cost: mean training time per epoch, peak process RSS (and peak GPU memory on CUDA), parameters,
+  and what the backbone reports about itself (`extra_metrics()`, optional).
 
 Metric names: `{val|test}_{transductive|inductive}_{negatives}_{ap|auc|ap_whole|auc_whole}`.
 A backbone is one entry of MODELS: `builder(config, data, split, train_graph) -> module` with
@@ -48,6 +52,7 @@ from timerepro.models.graph.attention_record import RECORDABLE, attention_record
 from timerepro.models.graph.cawn import CAWN, walks_as_array
 from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
+from timerepro.models.graph.swinit import build as build_swinit
 from timerepro.models.graph.tgn import TGN
 from timerepro.train import fit
 
@@ -57,6 +62,8 @@ TRAIN_NEIGHBOR_SEED, EVAL_NEIGHBOR_SEED = 0, 1
 PARTS = (("val", "val", "val_transductive"), ("new_node_val", "new_node_val", "val_inductive"),
          ("test", "test", "test_transductive"), ("new_node_test", "new_node_test", "test_inductive"))
 MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max", "loss": "min"}
+# model selection on the validation edges of a setting (swinit's inductive runs select on new-node edges)
+MONITOR_PARTS = {"transductive": "val", "inductive": "new_node_val"}
 
 
 # ------------------------------------------------------------------ statistics of time differences
@@ -179,6 +186,8 @@ MODELS: dict[str, Callable[[dict, CTDGData, LinkSplit, TemporalNeighbors], nn.Mo
     "dygformer": build_dygformer,
     "dygformer_separate": build_dygformer,
     "dygdecoder": build_dygformer,
+    "swinit_mlp": build_swinit,
+    "swinit_gru": build_swinit,
 }
 
 
@@ -209,6 +218,17 @@ def _neighbor_rng(seed: int) -> np.random.RandomState:
 
 def count_parameters(model: nn.Module) -> int:
     return int(sum(p.numel() for p in model.parameters()))
+
+
+OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+
+
+def make_optimizer(config: dict, params) -> torch.optim.Optimizer:
+    """`optimizer` (adam: DyGLib; adamw: swinit 6.1) with `lr` and `weight_decay` (0 unless set)."""
+    name = config.get("optimizer", "adam")
+    if name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {name!r}; known: {sorted(OPTIMIZERS)}")
+    return OPTIMIZERS[name](params, lr=float(config["lr"]), weight_decay=float(config.get("weight_decay", 0.0)))
 
 
 # ------------------------------------------------------------------ evaluation
@@ -280,6 +300,9 @@ def run(config: dict, ctx) -> dict:
         raise ValueError(f"unknown monitor_metric {monitor!r}; known: {sorted(MONITOR_MODE)}")
     if config["model"] not in MODELS:
         raise KeyError(f"unknown link-prediction model {config['model']!r}; known: {sorted(MODELS)}")
+    monitor_part = MONITOR_PARTS.get(config.get("monitor_setting", "transductive"))
+    if monitor_part is None:
+        raise ValueError(f"unknown monitor_setting {config['monitor_setting']!r}; known: {sorted(MONITOR_PARTS)}")
 
     data, data_info = _load(config)
     split = link_prediction_split(data)
@@ -292,10 +315,12 @@ def run(config: dict, ctx) -> dict:
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(seed)
     model = LinkPredictionModel(MODELS[config["model"]](config, data, split, train_graph)).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
+    opt = make_optimizer(config, model.parameters())
     negatives = train_sampler(data, split, seed=seed)
     monitor_samplers = dyglib_eval_samplers(data, split, monitor_negatives)
-    val_idx = np.flatnonzero(split.val)
+    if monitor_part not in monitor_samplers:
+        raise ValueError(f"{config['dataset']}: no new-node validation edge, so no inductive model selection")
+    val_idx = np.flatnonzero(getattr(split, monitor_part))  # the edges of the monitored setting
 
     def train_epoch(epoch: int) -> dict:
         model.train()
@@ -322,7 +347,7 @@ def run(config: dict, ctx) -> dict:
         return {"train_loss": total / max(count, 1)}
 
     def validate() -> dict:
-        m = evaluate(model, data, val_idx, monitor_samplers["val"], full_graph, batch_size)
+        m = evaluate(model, data, val_idx, monitor_samplers[monitor_part], full_graph, batch_size)
         return {k: v for k, v in m.items() if k != "n_edges"}
 
     result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode=MONITOR_MODE[monitor],
@@ -359,6 +384,7 @@ def run(config: dict, ctx) -> dict:
         # linear and cosine_scale, recorded for every encoder)
         "time_diff_mean": getattr(model.backbone, "time_mean", None),
         "time_diff_std": getattr(model.backbone, "time_std", None),
+        **(model.backbone.extra_metrics() if hasattr(model.backbone, "extra_metrics") else {}),
     })
     return {
         "metrics": metrics,

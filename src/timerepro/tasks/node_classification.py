@@ -9,8 +9,10 @@
   `label` (state change of the source after the interaction) as target;
 * input of the head: the backbone's source embedding of each edge at its time (the destination is the
   edge's own), every split on the full graph (DyGLib's `full_neighbor_sampler`, seed 1, reset per pass);
-* head: DyGLib's MLPClassifier (d -> 80 -> 10 -> 1, ReLU, dropout), BCE, Adam(lr), batches of
-  `batch_size` in time order, early stopping on validation ROC-AUC over the whole split;
+* head: DyGLib's MLPClassifier (d -> 80 -> 10 -> 1, ReLU, dropout), BCE, Adam(lr) (or the `optimizer`
+  of the config, as the backbone), batches of `batch_size` in time order, early stopping on validation
+  ROC-AUC over the whole split; a backbone may say what the head reads (`classification_embeddings`,
+  `classification_dim`; default: its link-prediction source embedding);
 * metrics: `val_auc`, `test_auc` (ROC-AUC over the whole split, DyGLib's `roc_auc_score`), losses.
 
 The backbone is frozen and in eval mode, so every epoch of DyGLib recomputes the same embeddings: here
@@ -144,10 +146,20 @@ def source_embeddings(model: lp.LinkPredictionModel, data: CTDGData, idx: np.nda
     for start in range(0, len(idx), batch_size):
         b = idx[start:start + batch_size]
         src, dst, ts = data.src[b], data.dst[b], data.ts[b]
-        h_src, _ = model.backbone.pair_embeddings(src, dst, ts)  # (B, d)
+        h_src, _ = _classification_embeddings(model.backbone)(src, dst, ts)  # (B, d)
         out.append(h_src.float().cpu())
         lp._hook(model, "observe", src, dst, ts, data.edge_ids[b])
-    return torch.cat(out) if out else torch.zeros(0, model.backbone.out_dim)
+    return torch.cat(out) if out else torch.zeros(0, _classification_dim(model.backbone))
+
+
+def _classification_embeddings(backbone: nn.Module):
+    """What the head reads: `classification_embeddings` where a backbone defines it (SWINIT reads its
+    memory, as the authors' code), else the link-prediction embeddings."""
+    return getattr(backbone, "classification_embeddings", backbone.pair_embeddings)
+
+
+def _classification_dim(backbone: nn.Module) -> int:
+    return getattr(backbone, "classification_dim", backbone.out_dim)
 
 
 @torch.no_grad()
@@ -185,8 +197,8 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
 
     torch.manual_seed(int(config["seed"]))  # the head's initialisation does not depend on the backbone's path
     # DyGLib's head uses the backbone's dropout (per dataset for DyGFormer: dataset_defaults)
-    head = MLPClassifier(model.backbone.out_dim, float(lp.with_dataset_defaults(config).get("dropout", 0.1)))
-    opt = torch.optim.Adam(head.parameters(), lr=float(config["lr"]))
+    head = MLPClassifier(_classification_dim(model.backbone), float(lp.with_dataset_defaults(config).get("dropout", 0.1)))
+    opt = lp.make_optimizer(config, head.parameters())
     y_train = torch.as_tensor(labels["train"], dtype=torch.float32)
 
     def train_epoch(epoch: int) -> dict:

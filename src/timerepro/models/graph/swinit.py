@@ -1,0 +1,264 @@
+"""SWINIT, the Spectral Window Unit (swinit sections 5-6, Algorithm 1; authors' code read, not copied:
+`link_prediction_transductive.py`, `tgn_mlp.py`, `ufg_global.py`, `utils/data_processing.py`).
+
+* spectral encoder: the event features are projected once on the top right singular vectors V of the
+  training events' feature matrix (randomized SVD, rank by the paper's rule; `spectral.fit_projection`):
+  an event's message feature is x V ("TRSVD"), or x ("RAW"), or [x; x V] ("RAW+TRSVD") for Table 4;
+* memory window: events arrive in batches (the task's batches); per node a memory s_i (width d_mem), its
+  last update time and one pending message. After a batch has been scored (`observe`) its endpoints commit
+  their pending messages, s_i <- f(m_i, s_i), and get new ones on the committed state,
+      m_u = [s_u; s_v; Phi(t - last_u); enc(x_e)],   m_v = [s_v; s_u; Phi(t - last_v); enc(x_e)],
+  the last message per node kept; f is a GRU cell (SWINIT-GRU) or the authors' 2-layer MLP on [m; s] with
+  GELU and LayerNorm (SWINIT-mlp). An embedding reads the memory with pending messages applied on the fly
+  (with gradient, bank untouched), so a batch never sees its own events;
+* graph of the batch G_i: each query node with its `num_neighbors` most recent interactions strictly before
+  the batch's first event (the state the authors' neighbour loader holds at the batch), as a star whose
+  leaves are that node's distinct neighbours (edge weight = number of interactions); the stars of a call
+  are disjoint copies, so an embedding never depends on which other nodes are queried with it (the task
+  scores positives and negatives in separate calls: a graph glued across queries would let the batch's
+  true destinations shape the positives' embeddings only);
+* UFGConv stack on G_i (X_i = memory of its nodes, FC inside each layer): `num_layers` layers, LayerNorm,
+  ReLU and dropout between them (authors' Net); every layer's per-node band filters are rows of a global
+  store Theta (n_bands, num_nodes): batch i reads the entries of its nodes as batch i-1's update left them
+  and writes them back with its own (Algorithm 1's inheritance, one optimizer step per batch as coded).
+
+State (memory, last update, pending messages) lives in persistent buffers and named copies
+(`backup_state`) in the module's extra state, so both are in `state_dict()` and in every checkpoint.
+docs/swinit.md records every decision and where the paper and the authors' code disagree.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from timerepro.encoders import make_encoder
+from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.framelet import Framelet, UFGConv, normalized_laplacian
+from timerepro.models.graph.spectral import SpectralFit, fit_projection
+
+INPUTS = ("trsvd", "raw", "raw_trsvd")  # Table 4: TRSVD, RAW, RAW+TRSVD
+CELLS = ("gru", "mlp")
+READOUTS = ("memory", "embedding")  # node classification reads the memory (authors' code) or the UFGConv output
+STATE = ("memory", "last_update", "pending_message", "pending_time", "has_pending")
+
+
+class MemoryMLP(nn.Module):
+    """SWINIT-mlp's memory update (authors' FeedForward, 2 layers): LN(GELU(W2 drop(GELU(W1 [m; s]))))."""
+
+    def __init__(self, message_dim: int, memory_dim: int, dropout: float = 0.0):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(message_dim + memory_dim, memory_dim), nn.GELU(), nn.Dropout(dropout),
+                                 nn.Linear(memory_dim, memory_dim), nn.GELU(), nn.LayerNorm(memory_dim))
+
+    def forward(self, message: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+        """(P, d_msg), (P, d_mem) -> (P, d_mem)"""
+        return self.net(torch.cat([message, memory], dim=-1))
+
+
+class StarGraph(NamedTuple):
+    """The batch graph: node_ids (n,) global ids, centres first; edges (2, E) local ids; weights (E,)."""
+
+    node_ids: np.ndarray
+    edges: np.ndarray
+    weights: np.ndarray
+
+
+def star_graphs(centers: np.ndarray, neighbor_ids: np.ndarray) -> StarGraph:
+    """Disjoint stars: centre q (local id q) joined to one copy of each distinct neighbour of its row of
+    `neighbor_ids` (Q, k) (0 = padding), weighted by how often it occurs there."""
+    q, k = neighbor_ids.shape
+    rows, _ = np.nonzero(neighbor_ids)
+    nbr = neighbor_ids[neighbor_ids != 0]  # row-major, aligned with rows
+    stride = np.int64(neighbor_ids.max(initial=0) + 1)
+    pairs, counts = np.unique(rows * stride + nbr, return_counts=True)  # (P,) distinct (centre, neighbour)
+    leaf_ids = pairs % stride
+    edges = np.stack([pairs // stride, q + np.arange(len(pairs))])
+    return StarGraph(np.concatenate([np.asarray(centers, dtype=np.int64), leaf_ids]), edges, counts.astype(np.float64))
+
+
+class SWINIT(nn.Module):
+    """SWINIT backbone; implements the task hooks set_graph/reset_state/observe/backup_state/restore_state."""
+
+    def __init__(self, num_nodes: int, edge_feat: np.ndarray, fit: SpectralFit | None, *, inputs: str,
+                 memory_cell: str, memory_dim: int, embedding_dim: int, time_dim: int, encoder: str,
+                 num_neighbors: int, num_layers: int, framelet_levels: int, cheb_degree: int, lambda_max: float,
+                 dilation: float, dropout: float, readout: str):
+        super().__init__()
+        for name, value, known in (("spectral_input", inputs, INPUTS), ("memory_cell", memory_cell, CELLS),
+                                   ("nc_readout", readout, READOUTS)):
+            if value not in known:
+                raise ValueError(f"unknown {name} {value!r}; known: {known}")
+        if (fit is None) != (inputs == "raw"):
+            raise ValueError(f"spectral_input {inputs!r} {'needs' if fit is None else 'takes no'} spectral projection")
+        if num_layers < 1 or num_neighbors < 1:
+            raise ValueError("num_layers and num_neighbors must be >= 1")
+        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        # V (d, r) of the spectral encoder: persistent, so a checkpoint carries the projection it was trained with
+        self.register_buffer("projection", fit.projection.clone() if fit is not None else torch.zeros(0, 0))
+        self.svd_rank, self.svd_error = (fit.rank, fit.error) if fit is not None else (None, None)
+        self.inputs, self.memory_cell, self.readout = inputs, memory_cell, readout
+        self.num_nodes, self.memory_dim, self.embedding_dim = int(num_nodes), memory_dim, embedding_dim
+        self.num_neighbors, self.dropout = num_neighbors, dropout
+        self.framelet_args = dict(levels=framelet_levels, degree=cheb_degree, lambda_max=lambda_max, dilation=dilation)
+        raw_dim, rank = self.edge_feat.shape[1], (fit.rank if fit is not None else 0)
+        self.feature_dim = {"trsvd": rank, "raw": raw_dim, "raw_trsvd": raw_dim + rank}[inputs]
+        self.message_dim = 2 * memory_dim + time_dim + self.feature_dim
+        self.time_encoder = make_encoder(encoder, time_dim)
+        self.memory_updater = (nn.GRUCell(self.message_dim, memory_dim) if memory_cell == "gru"
+                               else MemoryMLP(self.message_dim, memory_dim))
+        n_bands = 1 + framelet_levels  # Haar: one low-pass band + one high-pass band per level
+        dims = [memory_dim] + [embedding_dim] * num_layers
+        self.convs = nn.ModuleList(UFGConv(dims[i], dims[i + 1], self.num_nodes, n_bands) for i in range(num_layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(embedding_dim) for _ in range(num_layers - 1))
+        # live state, (N,) or (N, d); times in float64 (exact differences, docs/graphs.md)
+        self.register_buffer("memory", torch.zeros(self.num_nodes, memory_dim))
+        self.register_buffer("last_update", torch.zeros(self.num_nodes, dtype=torch.float64))
+        self.register_buffer("pending_message", torch.zeros(self.num_nodes, self.message_dim))
+        self.register_buffer("pending_time", torch.zeros(self.num_nodes, dtype=torch.float64))
+        self.register_buffer("has_pending", torch.zeros(self.num_nodes, dtype=torch.bool))
+        self.saved_states: dict[str, dict[str, torch.Tensor]] = {}
+        self.neighbors: TemporalNeighbors | None = None
+
+    @property
+    def out_dim(self) -> int:
+        return self.embedding_dim
+
+    @property
+    def classification_dim(self) -> int:
+        return self.memory_dim if self.readout == "memory" else self.embedding_dim
+
+    def extra_metrics(self) -> dict:
+        """What a run records about the built model beyond its parameters."""
+        return {"svd_rank": self.svd_rank, "svd_error": self.svd_error, "message_dim": self.message_dim}
+
+    # ------------------------------------------------------------------ task hooks
+
+    def set_graph(self, neighbors: TemporalNeighbors, rng=None) -> None:
+        """Interactions the batch graphs are built from (most recent: no random stream needed)."""
+        self.neighbors = neighbors
+
+    def reset_state(self) -> None:
+        """Empty memory, no pending message (at the start of every training epoch)."""
+        for name in STATE:
+            getattr(self, name).zero_()
+
+    def backup_state(self, name: str) -> None:
+        self.saved_states[name] = {k: getattr(self, k).detach().clone() for k in STATE}
+
+    def restore_state(self, name: str) -> None:
+        for k, v in self.saved_states[name].items():
+            getattr(self, k).copy_(v)
+
+    def get_extra_state(self) -> dict:
+        return {"saved_states": {n: {k: v.clone() for k, v in s.items()} for n, s in self.saved_states.items()}}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.saved_states = {n: {k: v.clone() for k, v in s.items()} for n, s in state["saved_states"].items()}
+
+    def encode_events(self, edge_ids: torch.Tensor) -> torch.Tensor:
+        """(B,) edge ids -> (B, feature_dim): x, x V or [x; x V]."""
+        x = self.edge_feat[edge_ids]  # (B, d)
+        if self.inputs == "raw":
+            return x
+        xv = x @ self.projection  # (B, r)
+        return xv if self.inputs == "trsvd" else torch.cat([x, xv], dim=-1)
+
+    @torch.no_grad()
+    def observe(self, src, dst, times, edge_ids) -> None:
+        """Feed a scored batch of positive events to the memory: commit the endpoints' pending messages,
+        then store their new messages (the last one per node)."""
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        times = np.asarray(times, dtype=np.float64)
+        nodes = self._index(np.unique(np.concatenate([src, dst])))  # (U,)
+        nodes = nodes[self.has_pending[nodes]]
+        if len(nodes):
+            self.memory[nodes] = self.memory_updater(self.pending_message[nodes], self.memory[nodes])
+            self.last_update[nodes] = self.pending_time[nodes]
+            self.has_pending[nodes] = False
+        owner, other = np.concatenate([src, dst]), np.concatenate([dst, src])  # (2B,) source roles first
+        t2 = np.concatenate([times, times])
+        own, oth = self._index(owner), self._index(other)
+        dt = (torch.from_numpy(t2).to(self.memory.device) - self.last_update[own]).float()  # (2B,)
+        feats = self.encode_events(self._index(np.concatenate([edge_ids, edge_ids])))  # (2B, feature_dim)
+        # (2B, d_mem) ++ (2B, d_mem) ++ (2B, d_T) ++ (2B, feature_dim) -> (2B, message_dim)
+        messages = torch.cat([self.memory[own], self.memory[oth], self.time_encoder(dt), feats], dim=-1)
+        _, first_rev = np.unique(owner[::-1], return_index=True)
+        last = len(owner) - 1 - first_rev  # (U,) position of each owner's last message
+        keep = self._index(owner[last])
+        self.pending_message[keep] = messages[self._index(last)]
+        self.pending_time[keep] = torch.from_numpy(t2[last]).to(self.memory.device)
+        self.has_pending[keep] = True
+
+    # ------------------------------------------------------------------ embeddings
+
+    def _index(self, ids) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.memory.device)
+
+    def current_memory(self, nodes) -> torch.Tensor:
+        """(B,) ids -> (B, d_mem): the memory after committing pending messages, the bank untouched."""
+        uniq, inverse = np.unique(np.asarray(nodes, dtype=np.int64), return_inverse=True)
+        u = self._index(uniq)
+        mem = self.memory[u]  # (U, d_mem)
+        pending = self.has_pending[u]
+        if bool(pending.any()):
+            rows = torch.nonzero(pending).squeeze(1)
+            updated = self.memory_updater(self.pending_message[u[rows]], mem[rows])  # (P, d_mem)
+            mem = mem.index_put((rows,), updated)
+        return mem[self._index(inverse)]
+
+    def batch_graph(self, nodes: np.ndarray, cut: float) -> StarGraph:
+        """The stars of `nodes` over their most recent interactions strictly before `cut`."""
+        if self.neighbors is None:
+            raise RuntimeError("call set_graph(neighbors) before computing embeddings")
+        hood = self.neighbors.most_recent(nodes, np.full(len(nodes), cut), self.num_neighbors)  # (Q, k)
+        return star_graphs(nodes, hood.neighbor_ids)
+
+    def embed(self, nodes, cut: float) -> torch.Tensor:
+        """(Q,) nodes of a batch whose first event is at `cut` -> (Q, d_emb); reads the memory, never changes it."""
+        uniq, inverse = np.unique(np.asarray(nodes, dtype=np.int64), return_inverse=True)
+        graph = self.batch_graph(uniq, cut)
+        n = len(graph.node_ids)
+        framelet = Framelet(normalized_laplacian(graph.edges, graph.weights, n).to(self.memory.device),
+                            **self.framelet_args)
+        ids = self._index(graph.node_ids)
+        x = self.current_memory(graph.node_ids)  # (n, d_mem): X_i = memory of the batch graph's nodes
+        for i, conv in enumerate(self.convs):
+            x = conv(x, framelet, ids)  # (n, d_emb)
+            if i < len(self.norms):
+                x = F.dropout(F.relu(self.norms[i](x)), p=self.dropout, training=self.training)
+        return x[: len(uniq)][self._index(inverse)]
+
+    def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both endpoints of B candidate events of one batch: two (B, d_emb)."""
+        src = np.asarray(src, dtype=np.int64)
+        h = self.embed(np.concatenate([src, np.asarray(dst, dtype=np.int64)]), float(np.min(times)))
+        return h[: len(src)], h[len(src):]
+
+    def classification_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
+        """What node classification reads: the memory (authors' code) or the UFGConv output (`readout`)."""
+        if self.readout == "memory":
+            return self.current_memory(src), self.current_memory(dst)
+        return self.pair_embeddings(src, dst, times)
+
+
+def build(config: dict, data, split, train_graph: TemporalNeighbors) -> SWINIT:
+    """SWINIT from a resolved config: the spectral projection is fitted on the training events' features
+    (authors' `findMode(train_data)`), with the run's seed for the random test matrix."""
+    inputs = config["spectral_input"]
+    fit = None
+    if inputs != "raw":
+        x = data.edge_feat[data.edge_ids[split.train]]  # (E_train, d)
+        fit = fit_projection(x, range(int(config["svd_rank_min"]), int(config["svd_rank_max"]) + 1),
+                             float(config["svd_tolerance"]), power_iterations=int(config["svd_power_iterations"]),
+                             seed=int(config["seed"]))
+    return SWINIT(data.node_feat.shape[0], data.edge_feat, fit, inputs=inputs, memory_cell=config["memory_cell"],
+                  memory_dim=int(config["memory_dim"]), embedding_dim=int(config["embedding_dim"]),
+                  time_dim=int(config["d_T"]), encoder=config["encoder"], num_neighbors=int(config["num_neighbors"]),
+                  num_layers=int(config["num_layers"]), framelet_levels=int(config["framelet_levels"]),
+                  cheb_degree=int(config["cheb_degree"]), lambda_max=float(config["lambda_max"]),
+                  dilation=float(config["dilation"]), dropout=float(config["dropout"]), readout=config["nc_readout"])
