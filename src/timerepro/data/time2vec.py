@@ -100,6 +100,32 @@ def timelstm_lastfm(tsv: str | Path, n_train: int = 800, n_test: int = 192) -> t
     return {"train": seqs[:n_train], "test": seqs[len(seqs) - n_test:] if n_test else []}, index2item
 
 
+def timelstm_vocab_and_length(seqs: list[dict], vocab: int, max_len: int | None) -> list[dict]:
+    """TimeLSTM's utils.load_data on one split: `remove_large_word` then `cut_sentences`.
+
+    Items with index >= vocab are dropped and their delta time added to the next kept item's (the code's
+    `pre_time`, which it does not reset between users: neither is it here); then each sequence keeps its first
+    max_len items. The kept items' delta times dt_j (seconds to the next play, as the code feeds them) are
+    stored as time_since_start = [0, dt_1, dt_1 + dt_2, ...], so diff(time_since_start) gives them back.
+    """
+    out, pre_time = [], 0.0
+    for s in seqs:
+        items, dts = [], []
+        for item, delta in zip(s["type_event"], s["delta_next"]):
+            if item < vocab:
+                items.append(int(item))
+                dts.append(pre_time + float(delta))
+                pre_time = 0.0
+            else:
+                pre_time += float(delta)
+        if max_len:
+            items, dts = items[: int(max_len)], dts[: int(max_len)]
+        tss = np.concatenate([[0.0], np.cumsum(dts[:-1])]) if items else np.zeros(0)
+        out.append({"seq_idx": s["seq_idx"], "time_since_start": tss.tolist(),
+                    "time_since_last_event": np.diff(tss, prepend=0.0).tolist(), "type_event": items})
+    return out
+
+
 def prepare(*, dataset: str, options: dict, inputs: dict[str, Path], out_dir: Path, sources: list[dict],
             standin: bool, label: str) -> Path:
     kind = options["kind"]
@@ -131,14 +157,14 @@ def prepare(*, dataset: str, options: dict, inputs: dict[str, Path], out_dir: Pa
         (folder,) = inputs.values()
         tsv = next(Path(folder).rglob("userid-timestamp-artid-artname-traid-traname.tsv"))
         splits, index2item = timelstm_lastfm(tsv, int(options.get("n_train_users", 800)), int(options.get("n_test_users", 192)))
-        vocab = len(index2item)
-        for seqs in splits.values():
-            for s in seqs:
-                s.pop("user", None), s.pop("delta_next", None)
+        vocab = min(len(index2item), int(options.get("vocab") or len(index2item)))
+        splits = {k: timelstm_vocab_and_length(v, vocab, options.get("max_seq_len")) for k, v in splits.items()}
         item_hash = hashlib.sha256("\n".join(index2item).encode()).hexdigest()
         return tpp.write_split_folder(splits=splits, dim_process=max(vocab, 1),
-                                      extra={"n_items": vocab, "vocab_used_by_paper": options.get("vocab"),
-                                             "index2item_sha256": item_hash, "max_seq_len": options.get("max_seq_len")},
+                                      extra={"n_items": vocab, "n_items_before_vocab_cut": len(index2item),
+                                             "vocab_used_by_paper": options.get("vocab"), "index2item_sha256": item_hash,
+                                             "max_seq_len": options.get("max_seq_len"),
+                                             "time_since_start": "cumulated TimeLSTM delta times (see timelstm_vocab_and_length)"},
                                       **common)
     raise ValueError(f"{dataset}: no preprocessing for kind {kind!r}")
 
