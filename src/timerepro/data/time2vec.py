@@ -78,9 +78,30 @@ def timelstm_lastfm(tsv: str | Path, n_train: int = 800, n_test: int = 192) -> t
     """
     df = pd.read_csv(tsv, sep="\t", header=None, on_bad_lines="skip", quoting=3, dtype=str,
                      names=["userid", "timestamp", "artid", "artname", "traid", "tranname"])
-    df = df[df["tranname"].notna() & df["timestamp"].notna()]
-    counts = df.groupby("tranname").size().reset_index(name="n").sort_values(["n", "tranname"], ascending=[False, True])
-    index2item = counts["tranname"].tolist()
+    df = df[df["tranname"].notna() & df["timestamp"].notna()].rename(columns={"tranname": "item"})
+    return timelstm_sequences(df, n_train, n_test)
+
+
+def timelstm_citeulike(path: str | Path, train_fraction: float = 0.8) -> tuple[dict[str, list[dict]], list[str]]:
+    """ZJULearning/time_lstm `preprocess/citeulike.py` on the citeulike dump `article|user|timestamp|tag`.
+
+    Its shell step `awk -F"|" '{print $1"|"$2"|"$3}' | uniq` keeps the first three fields and drops a row equal
+    to the row before (one row per tag of a post); then the Last.fm steps (`timelstm_sequences`). The split
+    is not given for CiteULike: the first `train_fraction` of the users (shortest first) train, as Last.fm's 800/992.
+    """
+    df = pd.read_csv(path, sep="|", header=None, usecols=[0, 1, 2], names=["item", "userid", "timestamp"],
+                     dtype=str, on_bad_lines="skip", quoting=3)
+    same = (df == df.shift()).all(axis=1)  # uniq: consecutive duplicates only
+    df = df[~same & df["item"].notna() & df["timestamp"].notna()]
+    n_users = df["userid"].nunique()
+    n_train = int(round(train_fraction * n_users))
+    return timelstm_sequences(df, n_train, n_users - n_train)
+
+
+def timelstm_sequences(df: pd.DataFrame, n_train: int, n_test: int) -> tuple[dict[str, list[dict]], list[str]]:
+    """Columns userid, timestamp, item -> per-user sequences in TimeLSTM's order and index2item."""
+    counts = df.groupby("item").size().reset_index(name="n").sort_values(["n", "item"], ascending=[False, True])
+    index2item = counts["item"].tolist()
     item2index = {v: i for i, v in enumerate(index2item)}
     df = df.assign(t=pd.to_datetime(df["timestamp"], utc=True, format="ISO8601"))
     sizes = df.groupby("userid").size().reset_index(name="n").sort_values(["n", "userid"], kind="stable")
@@ -89,11 +110,11 @@ def timelstm_lastfm(tsv: str | Path, n_train: int = 800, n_test: int = 192) -> t
     for uid in sizes["userid"]:
         g = groups[uid].sort_values("t", kind="stable")
         t = (g["t"] - g["t"].iloc[0]).dt.total_seconds().to_numpy()
-        delta = np.append(np.diff(t), 0.0)  # seconds to the NEXT play, last = 0 (TimeLSTM)
+        delta = np.append(np.diff(t), 0.0)  # seconds to the NEXT event, last = 0 (TimeLSTM)
         acc = np.concatenate([[0.0], np.cumsum(delta[:-1])])
         seqs.append({"seq_idx": len(seqs), "user": uid, "time_since_start": acc.tolist(),
                      "time_since_last_event": np.diff(acc, prepend=0.0).tolist(), "delta_next": delta.tolist(),
-                     "type_event": [item2index[x] for x in g["tranname"]]})
+                     "type_event": [item2index[x] for x in g["item"]]})
     if len(seqs) < n_train + n_test:  # stand-ins: keep upstream's 800:192 proportion, disjoint
         n_train = round(len(seqs) * n_train / (n_train + n_test))
         n_test = len(seqs) - n_train
@@ -153,10 +174,14 @@ def prepare(*, dataset: str, options: dict, inputs: dict[str, Path], out_dir: Pa
                 raise ValueError(f"{dataset}/{split}.pkl: dim_process {k} != {K}")
             splits[split] = seqs
         return tpp.write_split_folder(splits=splits, dim_process=K, extra={"source_format": "gatech_pkl"}, **common)
-    if kind == "timelstm_lastfm":
-        (folder,) = inputs.values()
-        tsv = next(Path(folder).rglob("userid-timestamp-artid-artname-traid-traname.tsv"))
-        splits, index2item = timelstm_lastfm(tsv, int(options.get("n_train_users", 800)), int(options.get("n_test_users", 192)))
+    if kind in ("timelstm_lastfm", "timelstm_citeulike"):
+        (path,) = inputs.values()
+        if kind == "timelstm_lastfm":
+            tsv = next(Path(path).rglob("userid-timestamp-artid-artname-traid-traname.tsv"))
+            splits, index2item = timelstm_lastfm(tsv, int(options.get("n_train_users", 800)),
+                                                 int(options.get("n_test_users", 192)))
+        else:
+            splits, index2item = timelstm_citeulike(path, float(options.get("train_fraction", 0.8)))
         vocab = min(len(index2item), int(options.get("vocab") or len(index2item)))
         splits = {k: timelstm_vocab_and_length(v, vocab, options.get("max_seq_len")) for k, v in splits.items()}
         item_hash = hashlib.sha256("\n".join(index2item).encode()).hexdigest()
