@@ -67,3 +67,26 @@ def test_trained_main_sine_finds_the_week_and_x2_halves_it(tmp_path):
         assert len(near) >= 2
         assert abs(float(np.median(near)) - fund) < 0.05
     assert abs(2 * math.pi / 14 - (2 * math.pi / 7) / 2) < 1e-12
+
+
+def test_killed_stack_resumes_to_the_same_result(tmp_path, monkeypatch):
+    """Members checkpointed after epoch 20 and restarted reach exactly the uninterrupted run's result."""
+    torch.set_num_threads(1)
+    monkeypatch.setattr(task, "CHECKPOINT_EVERY", 10)
+
+    def group(root, epochs, seeds=(0, 1)):
+        configs = [{"run_id": f"r{s}", "seed": s, "input_scale": 1, "t2v_dim": 8, "lr": 0.01, "batch_size": 64,
+                    "max_epochs": epochs, "data": {"n_days": 365, "period": 7, "train_fraction": 0.75}} for s in seeds]
+        ctxs = [RunContext(c, root / c["run_id"], device="cpu", show_progress=False) for c in configs]
+        for ctx in ctxs:
+            ctx.dir.mkdir(parents=True, exist_ok=True)
+        out = {}
+        task.run_group(configs, ctxs, lambda i, o: out.__setitem__(i, o))
+        return out
+
+    whole = group(tmp_path / "whole", 40)
+    group(tmp_path / "killed", 20)  # stands for a run killed after its epoch-20 checkpoint
+    resumed = group(tmp_path / "killed", 40)
+    for i in (0, 1):
+        assert resumed[i]["resumed_from_epoch"] == 19
+        assert resumed[i]["metrics"] == whole[i]["metrics"]
