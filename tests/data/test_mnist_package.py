@@ -129,3 +129,26 @@ def test_verify_accepts_the_rebuilt_copy_and_flags_a_corrupted_one(fake_package,
     idx = data_root / "raw" / "event_mnist" / "package" / "train-labels-idx1-ubyte"
     idx.write_bytes(idx.read_bytes()[:-1])
     assert verify_dataset("event_mnist")  # the md5 no longer matches: reported (the downloads are not cached either)
+
+
+def test_cached_upstream_downloads_win_over_the_package_copy(fake_package, data_root, lock_copy):
+    """After one `data fetch` that downloaded the upstream .gz files, the network-off pipeline uses them."""
+    from timerepro.data.standins import idx_bytes
+
+    _, parts = fake_package
+    raw = data_root / "raw" / "event_mnist"
+    raw.mkdir(parents=True)
+    img = np.zeros((1, 28, 28), np.uint8)
+    img[0, 0, 7] = 255
+    files = {"train-images-idx3-ubyte.gz": idx_bytes(img), "train-labels-idx1-ubyte.gz": idx_bytes(np.array([4], np.uint8)),
+             "t10k-images-idx3-ubyte.gz": idx_bytes(img), "t10k-labels-idx1-ubyte.gz": idx_bytes(np.array([4], np.uint8))}
+    doc = yaml.safe_load(lock_copy.read_text())
+    for f in doc["datasets"]["event_mnist"]["files"]:
+        f["md5"] = hashlib.md5(files[f["name"]]).hexdigest()
+        (raw / f["name"]).write_bytes(files[f["name"]])
+    lock_copy.write_text(yaml.safe_dump(doc, sort_keys=False))
+    d = tpp.load_processed(prepare("event_mnist"))
+    assert d.splits["train"].label.tolist() == [4] and d.splits["train"].sequence(0)["time_since_start"].tolist() == [7.0]
+    m = read_manifest(data_root / "processed" / "event_mnist")
+    assert "package" not in m["label"] and not any("origin" in s for s in m["sources"])
+    assert not (raw / "package").exists()
