@@ -454,7 +454,7 @@ def t2v_ablations_figure(df: pd.DataFrame, meta: dict) -> plt.Figure:
             ax.set_xticks(range(len(h)), h["column"], rotation=60, fontsize=7)
             ax.set_xlabel("|learned frequency| (bin centre)")
             ax.set_ylabel(f"sines per model (n={int(h['n_runs'].min())} models)")
-        ax.set_title(f"({key}) {group}\n{_data_note(sub)}{_unobtainable(group)}", fontsize=7)
+        ax.set_title(f"{group}\n{_data_note(sub)}{_unobtainable(group)}", fontsize=7)
     _stamp(fig, meta)
     return fig
 
