@@ -191,20 +191,31 @@ class SineCosineEncoder(nn.Module):
 
 @register("time2vec")
 class Time2Vec(nn.Module):
-    """t2v(tau)[0] = w_0 tau + phi_0; t2v(tau)[i] = F(w_i tau + phi_i), i >= 1 (Time2Vec, Eq. 1).
+    """t2v(tau)[0] = w_0 tau + phi_0; t2v(tau)[i] = F(w_i tau + phi_i), i = 1..k (Time2Vec, Eq. 1).
 
-    `activation` is sin (the paper's choice), cos, or any name in ACTIVATIONS; `fixed_frequencies`
-    freezes w_1..w_k at their initial values (the paper's frequency ablation).
+    Variants of the paper's ablations (Figure 5; choices where the paper is silent: docs/time2vec.md):
+    `activation` F (5a): sin (the paper's), cos, mod, triangle (periodic, period 2 pi, range [-1, 1] like
+    sine), sigmoid, tanh, relu (non-periodic), identity; `frequencies` (5b): learned, equally_spaced
+    (w_n = 2 pi n / k, phi_n = 0, fixed) or positional (Vaswani et al.: w_j = 10000^(-2 floor(j/2) / k),
+    phi_j = 0 for even j and pi/2 for odd j, so sin/cos pairs, fixed); `linear_term=False` (5d) drops
+    t2v[0], so all `dim` outputs are periodic. `fixed_frequencies` freezes learned ones at their initial values.
+    Initial values of learned parameters: standard normal (as the common reference implementations).
     """
 
     ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
         "sin": torch.sin,
         "cos": torch.cos,
+        # sawtooth x mod 2 pi, mapped onto [-1, 1): period and range of sine
+        "mod": lambda x: torch.remainder(x, 2 * math.pi) / math.pi - 1.0,
+        # triangle wave of period 2 pi in [-1, 1], equal to cos(x) at multiples of pi
+        "triangle": lambda x: 2.0 * torch.abs(torch.remainder(x, 2 * math.pi) - math.pi) / math.pi - 1.0,
         "sigmoid": torch.sigmoid,
         "tanh": torch.tanh,
         "relu": torch.relu,
         "identity": lambda x: x,
     }
+    PERIODIC = ("sin", "cos", "mod", "triangle")
+    FREQUENCIES = ("learned", "equally_spaced", "positional")
 
     def __init__(
         self,
@@ -213,22 +224,46 @@ class Time2Vec(nn.Module):
         mean: float = 0.0,
         std: float = 1.0,
         activation: str = "sin",
+        frequencies: str = "learned",
+        linear_term: bool = True,
         fixed_frequencies: bool = False,
     ):
         super().__init__()
-        if dim < 2:
-            raise ValueError("time2vec needs dim >= 2 (one linear and at least one periodic term)")
+        k = dim - 1 if linear_term else dim
+        if k < 1:
+            raise ValueError(f"time2vec needs at least one periodic term: dim {dim} with linear_term={linear_term}")
         if activation not in self.ACTIVATIONS:
             raise ValueError(f"unknown Time2Vec activation {activation!r}; known: {sorted(self.ACTIVATIONS)}")
-        self.dim = dim
-        self.activation = activation
-        self.w0 = nn.Parameter(torch.randn(1))
-        self.phi0 = nn.Parameter(torch.randn(1))
-        self.w = nn.Parameter(torch.randn(dim - 1), requires_grad=not fixed_frequencies)
-        self.phi = nn.Parameter(torch.randn(dim - 1))
+        if frequencies not in self.FREQUENCIES:
+            raise ValueError(f"unknown Time2Vec frequencies {frequencies!r}; known: {list(self.FREQUENCIES)}")
+        self.dim, self.k = dim, k
+        self.activation, self.frequencies, self.linear_term = activation, frequencies, linear_term
+        if linear_term:
+            self.w0 = nn.Parameter(torch.randn(1))
+            self.phi0 = nn.Parameter(torch.randn(1))
+        if frequencies == "learned":
+            self.w = nn.Parameter(torch.randn(k), requires_grad=not fixed_frequencies)
+            self.phi = nn.Parameter(torch.randn(k))
+        else:
+            w, phi = self.fixed_schedule(frequencies, k)
+            self.register_buffer("w", w)
+            self.register_buffer("phi", phi)
+
+    @staticmethod
+    def fixed_schedule(frequencies: str, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(w, phi) of the fixed-frequency variants of Figure 5b, each of shape (k,)."""
+        j = torch.arange(k, dtype=torch.float64)
+        if frequencies == "equally_spaced":
+            return (2 * math.pi * (j + 1) / k).float(), torch.zeros(k)
+        # positional: PE(t, 2i) = sin(t / 10000^(2i/k)), PE(t, 2i+1) = cos(t / 10000^(2i/k))
+        w = 10000.0 ** (-2 * torch.div(j, 2, rounding_mode="floor") / k)
+        phi = (j % 2) * (math.pi / 2)
+        return w.float(), phi.float()
 
     def forward(self, tau: torch.Tensor) -> torch.Tensor:
         tau = tau.unsqueeze(-1)  # (..., 1)
+        periodic = self.ACTIVATIONS[self.activation](tau * self.w + self.phi)  # (..., k)
+        if not self.linear_term:
+            return periodic
         linear = self.w0 * tau + self.phi0  # (..., 1)
-        periodic = self.ACTIVATIONS[self.activation](tau * self.w + self.phi)  # (..., dim - 1)
         return torch.cat([linear, periodic], dim=-1)

