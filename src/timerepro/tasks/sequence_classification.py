@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from timerepro.data import synthetic_events
+from timerepro.datakind import DataKind
 from timerepro.models.seq.transformer import SyntheticSequenceClassifier
 from timerepro import ensemble
 
@@ -175,6 +176,7 @@ def _outcome(config: dict, m: ensemble.Member, model) -> dict:
             "label_balance_test": float(test.y.mean()),
         },
         "data": {
+            "kind": DataKind.SYNTHETIC_TASK.value,
             "source": "generated",
             "standin": False,
             "generator": "linear_time Eq. 2",
