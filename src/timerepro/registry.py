@@ -74,7 +74,8 @@ class Registry:
     # ---- validation beyond the JSON schemas: names that must exist elsewhere -------------------
     def _check_references(self) -> None:
         """Every name params/ uses resolves: tasks and models to code (`module:`, read from source, nothing
-        imported), experiments to tasks, models and datasets; errors list the valid names."""
+        imported), experiments to tasks, models and datasets, artifacts to aggregators and renderers and claims
+        to rules (the report modules' decorators); errors list the valid names."""
         tasks = sorted(self.tasks)
         for name, task in self.tasks.items():
             if problem := target_problem(task["module"]):
@@ -119,6 +120,7 @@ class Registry:
                 for art in str(claim["artifact"]).replace(" ", "").split(","):
                     if art not in ids:
                         raise ConfigError(path, f"claims[{i}].artifact", f"unknown artifact {art!r}")
+            self._check_report_names(path, doc)
         for scale, spec in self.scales["scales"].items():
             for key, override in spec["experiments"].items():
                 paper, exp = key.split("/")
@@ -127,6 +129,19 @@ class Registry:
                     raise ConfigError(self.root / "scales.yaml", where, f"unknown experiment {key!r}")
                 base = self.papers[paper]["experiments"][exp]
                 self._check_values(self.root / "scales.yaml", where, {"task": base["task"], **override}, base.get("dataset"))
+
+    def _check_report_names(self, path: Path, doc: dict) -> None:
+        """Aggregator, renderer and rule names of a paper file are functions the report modules register."""
+        from timerepro.report import families
+
+        found = families.declared()
+        uses = [(f"artifacts[{i}].aggregate", "aggregator", art.get("aggregate")) for i, art in enumerate(doc["artifacts"])]
+        uses += [(f"artifacts[{i}].render", "figure renderer", art.get("render")) for i, art in enumerate(doc["artifacts"])]
+        uses += [(f"claims[{i}].rule", "claim rule", claim.get("rule")) for i, claim in enumerate(doc["claims"])]
+        for key, kind, name in uses:
+            if name is not None and name not in found[kind]:
+                raise ConfigError(path, key, f"unknown {kind} {name!r}; known: {sorted(found[kind])} (functions marked "
+                                  "in the modules of timerepro.report.families.FAMILY_MODULES)")
 
     def _named(self) -> dict[str, set]:
         """Registries a parameter spec may name with `registry:` (params/tasks.yaml)."""
