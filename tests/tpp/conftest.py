@@ -18,4 +18,5 @@ def resolved(model: str, **overrides) -> dict:
     from timerepro import registry
 
     reg = registry.load()
-    return {**reg.tasks["temporal_point_process"]["defaults"], **reg.models[model]["defaults"], **overrides}
+    return {"model": model, **reg.tasks["temporal_point_process"]["defaults"], **reg.models[model]["defaults"],
+            **overrides}

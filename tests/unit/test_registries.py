@@ -1,7 +1,6 @@
 """Every registry refuses a name registered twice, is filled explicitly, and every name params/ uses is checked
 when params/ load (before anything runs), with the valid names in the message."""
 
-import shutil
 import textwrap
 
 import pytest
@@ -9,9 +8,10 @@ import yaml
 
 from timerepro import catalog, registry
 from timerepro.catalog import Catalog, DuplicateName, UnknownName
-from timerepro.paths import params_dir
 from timerepro.report import aggregate, claims, families, figures
 from timerepro.schema import ConfigError, load_yaml
+
+from .test_registry import _edit, params_copy  # noqa: F401 (the fixture)
 
 
 def test_a_catalog_refuses_a_second_entry_under_a_taken_name():
@@ -97,19 +97,6 @@ def test_an_encoder_registered_twice_is_refused():
 
     with pytest.raises(DuplicateName, match="time encoder 'linear' is registered twice"):
         encoders.register("linear")(type("Other", (), {}))
-
-
-@pytest.fixture
-def params_copy(tmp_path):
-    dst = tmp_path / "params"
-    shutil.copytree(params_dir(), dst)
-    return dst
-
-
-def _edit(path, fn):
-    doc = yaml.safe_load(path.read_text())
-    fn(doc)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
 def _artifact(doc, aid):

@@ -118,3 +118,10 @@ def pair(df: pd.DataFrame, artifact: str, metric: str, a: str = "Linear", b: str
 def better(both: pd.DataFrame, a: str, b: str, lower: bool = False) -> int:
     """Number of cells where `a` beats `b` (a higher mean, or a lower one when `lower`)."""
     return int((both[a] < both[b]).sum() if lower else (both[a] > both[b]).sum())
+
+
+def count_better(df: pd.DataFrame, artifact: str, metric: str, a: str = "Linear", b: str = "Sinusoidal",
+                 lower: bool = False) -> tuple[int, int]:
+    """(cells of one table where `a` beats `b`, cells where both have a mean)."""
+    both = pair(df, artifact, metric, a, b)
+    return better(both, a, b, lower), len(both)

@@ -292,33 +292,6 @@ def build(class_name: str, config: dict, num_event_types: int) -> EasyTPPModel:
     return ADAPTERS[class_name](getattr(etm, class_name)(model_config(class_name, config, num_event_types)))
 
 
-def rmtpp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("RMTPP", config, num_event_types)
-
-
-def nhp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("NHP", config, num_event_types)
-
-
-def sahp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("SAHP", config, num_event_types)
-
-
-def thp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("THP", config, num_event_types)
-
-
-def attnhp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("AttNHP", config, num_event_types)
-
-
-def odetpp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("ODETPP", config, num_event_types)
-
-
-def fullynn(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("FullyNN", config, num_event_types)
-
-
-def intensity_free(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("IntensityFree", config, num_event_types)
+def build_baseline(config: dict, num_event_types: int) -> EasyTPPModel:
+    """The builder params/models.yaml names for every EasyTPP baseline: the class of `config["model"]`."""
+    return build(EASYTPP_MODELS[config["model"]], config, num_event_types)

@@ -12,7 +12,7 @@ import pandas as pd
 from .. import published
 from ..aggregate import aggregator
 from ..claims import FAILS, HOLDS, PENDING, rule
-from ..link_prediction import ap_table, better, cell_winners, cells, pair, win_counts
+from ..link_prediction import ap_table, better, cell_winners, cells, count_better, pair, win_counts
 from . import PAPER
 
 FOUR_MODELS = ("TGAT", "DyGFormer", "DyGFormer-separate", "DyGDecoder")
@@ -88,20 +88,18 @@ def linear_most_wins_historical(df: pd.DataFrame) -> tuple[str, str]:
     return _most_wins(df, "table2", "AP_historical_NS_test")
 
 
-def _linear_above_scaled(df: pd.DataFrame) -> tuple[int, int]:
-    both = pair(df, "table1", "AP_random_NS_test", "Linear", "Sinusoidal-scale")
-    return better(both, "Linear", "Sinusoidal-scale"), len(both)
+LINEAR_VS_SCALED = ("table1", "AP_random_NS_test", "Linear", "Sinusoidal-scale")
 
 
 @rule("linear_beats_scaled_mostly")
 def linear_beats_scaled_mostly(df: pd.DataFrame) -> tuple[str, str]:
     """c02: linear beats sinusoidal-scale in (nearly) every cell; holds when in more than 3/4 of them."""
-    n, total = _linear_above_scaled(df)
+    n, total = count_better(df, *LINEAR_VS_SCALED)
     if not total:
         return PENDING, "table1 needs linear and sinusoidal-scale runs"
     ok = n > 0.75 * total
-    return (HOLDS if ok else FAILS), (f"linear > sinusoidal-scale in {n} of {total} cells "
-                                      "(published {} of {})".format(*_linear_above_scaled(published.load(PAPER))))
+    return (HOLDS if ok else FAILS), ("linear > sinusoidal-scale in {} of {} cells (published {} of {})"
+                                      .format(n, total, *count_better(published.load(PAPER), *LINEAR_VS_SCALED)))
 
 
 @rule("scaling_hurts_on_uci")
@@ -260,16 +258,12 @@ def time_beats_position_mostly(df: pd.DataFrame) -> tuple[str, str]:
                                       f"{len(pub)}; {_least_change(pub_change)})")
 
 
-def _tgn_cawn(df: pd.DataFrame) -> tuple[int, int]:
-    both = pair(df, "table9", "AP_random_NS_test")
-    return better(both, "Linear", "Sinusoidal"), len(both)
-
-
 @rule("linear_beats_sinusoidal_tgn_cawn")
 def linear_beats_sinusoidal_tgn_cawn(df: pd.DataFrame) -> tuple[str, str]:
     """c12: for TGN and CAWN linear beats sinusoidal in most (more than half) of the cells."""
-    n, total = _tgn_cawn(df)
+    n, total = count_better(df, "table9", "AP_random_NS_test")
     if not total:
         return PENDING, "table9 needs linear and sinusoidal runs of TGN or CAWN"
     return (HOLDS if n > total / 2 else FAILS), ("linear > sinusoidal in {} of {} cells (published {} of {})"
-                                                 .format(n, total, *_tgn_cawn(published.load(PAPER))))
+                                                 .format(n, total, *count_better(published.load(PAPER), "table9",
+                                                                                 "AP_random_NS_test")))

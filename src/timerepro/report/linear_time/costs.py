@@ -8,7 +8,7 @@ import pandas as pd
 from .. import published
 from ..aggregate import PEAK_GPU, PEAK_RSS, TIME_PER_EPOCH, aggregator
 from ..claims import FAILS, HOLDS, PENDING, rule
-from ..link_prediction import better, cost_rows, pair
+from ..link_prediction import count_better, cost_rows, pair
 from . import PAPER
 
 
@@ -31,9 +31,8 @@ def lp_peak_memory(records: list[dict]) -> list[dict]:
 def _cheaper(df: pd.DataFrame) -> tuple[str, int, int, int, int]:
     """(memory metric, cells where linear is faster, time cells, cells where it peaks lower, memory cells)."""
     memory = PEAK_GPU if not pair(df, "table8", PEAK_GPU).empty else PEAK_RSS
-    time, mem = pair(df, "table7", TIME_PER_EPOCH), pair(df, "table8", memory)
-    return (memory, better(time, "Linear", "Sinusoidal", lower=True), len(time),
-            better(mem, "Linear", "Sinusoidal", lower=True), len(mem))
+    return (memory, *count_better(df, "table7", TIME_PER_EPOCH, lower=True),
+            *count_better(df, "table8", memory, lower=True))
 
 
 @rule("linear_cheaper_mostly")
