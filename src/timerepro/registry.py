@@ -76,6 +76,9 @@ class Registry:
         """Every name params/ uses resolves: tasks and models to code (`module:`, read from source, nothing
         imported), experiments to tasks, models and datasets, artifacts to aggregators and renderers and claims
         to rules (the report modules' decorators); errors list the valid names."""
+        from timerepro.report import families
+
+        report_names = families.declared()  # kind -> names the report modules register (read from source)
         tasks = sorted(self.tasks)
         for name, task in self.tasks.items():
             if problem := target_problem(task["module"]):
@@ -120,7 +123,7 @@ class Registry:
                 for art in str(claim["artifact"]).replace(" ", "").split(","):
                     if art not in ids:
                         raise ConfigError(path, f"claims[{i}].artifact", f"unknown artifact {art!r}")
-            self._check_report_names(path, doc)
+            self._check_report_names(path, doc, report_names)
         for scale, spec in self.scales["scales"].items():
             for key, override in spec["experiments"].items():
                 paper, exp = key.split("/")
@@ -130,11 +133,9 @@ class Registry:
                 base = self.papers[paper]["experiments"][exp]
                 self._check_values(self.root / "scales.yaml", where, {"task": base["task"], **override}, base.get("dataset"))
 
-    def _check_report_names(self, path: Path, doc: dict) -> None:
+    @staticmethod
+    def _check_report_names(path: Path, doc: dict, found: dict[str, dict]) -> None:
         """Aggregator, renderer and rule names of a paper file are functions the report modules register."""
-        from timerepro.report import families
-
-        found = families.declared()
         uses = [(f"artifacts[{i}].aggregate", "aggregator", art.get("aggregate")) for i, art in enumerate(doc["artifacts"])]
         uses += [(f"artifacts[{i}].render", "figure renderer", art.get("render")) for i, art in enumerate(doc["artifacts"])]
         uses += [(f"claims[{i}].rule", "claim rule", claim.get("rule")) for i, claim in enumerate(doc["claims"])]

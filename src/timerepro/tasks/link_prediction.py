@@ -30,6 +30,7 @@ that state.
 from __future__ import annotations
 
 import resource
+
 import numpy as np
 import torch
 import torch.nn.functional as F
