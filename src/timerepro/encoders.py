@@ -17,7 +17,7 @@ from torch import nn
 from timerepro.catalog import Catalog
 from timerepro.names import ENCODER_LABELS as LABELS
 
-ENCODERS: Catalog[type[nn.Module]] = Catalog("time encoder")  # filled by the @register lines below; refuses a name twice
+ENCODERS: Catalog[type[nn.Module]] = Catalog("time encoder")  # filled by @register below; refuses a name twice
 
 
 def register(name: str) -> Callable[[type[nn.Module]], type[nn.Module]]:

@@ -61,7 +61,8 @@ class TaskModels(Mapping[str, Callable]):
         """'package.module:function' of the builder of `name`."""
         spec = model_specs().get(name)
         if spec is None or self.task not in serves(spec):
-            raise UnknownName(f"unknown {self.task} model {name!r}; known: {sorted(self._names())} (params/models.yaml)")
+            raise UnknownName(f"unknown {self.task} model {name!r}; known: {sorted(self._names())} "
+                              "(params/models.yaml)")
         return spec["module"]
 
     def __getitem__(self, name: str) -> Callable:

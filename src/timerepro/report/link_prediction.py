@@ -46,19 +46,24 @@ def winners(means: dict[str, float]) -> set[str]:
     return {k for k, v in printed.items() if v == top}
 
 
-def ap_table(records: list[dict], sampler: str, metric: str, *, paper: str,
+def _paper(paper: str | None, records: list[dict]) -> str:
+    """The paper whose dataset names a table prints: given, or the records' own."""
+    return paper or records[0]["config"]["paper"]
+
+
+def ap_table(records: list[dict], sampler: str, metric: str, *, paper: str | None = None,
              labels: dict[str, str] | None = None) -> list[dict]:
     """Cells of test AP x 100 under `sampler`, selected on validation AP under the same sampler, plus wins;
-    rows: row_group = model, row = encoder (`labels`, default names.ENCODER_LABELS), column = dataset as `paper`
-    prints it."""
+    rows: row_group = model, row = encoder (`labels`, default names.ENCODER_LABELS), column = dataset as the paper
+    (`paper`, default the records' own) prints it."""
     labels = labels or ENCODER_LABELS
     chosen = select_by_validation(records, f"val_transductive_{sampler}_ap")
     rows, by_model_dataset = [], defaultdict(dict)
     for (model, encoder, dataset), rs in sorted(chosen.items()):
         values = 100 * np.array([r["metrics"][f"test_transductive_{sampler}_ap"] for r in rs])
-        rows.append({"row_group": MODEL_LABELS[model], "row": labels[encoder], "column": dataset_label(dataset, paper),
-                     "metric": metric, "mean": float(values.mean()), "std": float(values.std()),
-                     "n_runs": len(rs), "_records": rs,
+        rows.append({"row_group": MODEL_LABELS[model], "row": labels[encoder],
+                     "column": dataset_label(dataset, _paper(paper, rs)), "metric": metric,
+                     "mean": float(values.mean()), "std": float(values.std()), "n_runs": len(rs), "_records": rs,
                      "note": "selected: " + ", ".join(f"{k}={v}" for k, v in _hp(rs[0]["config"]) if v is not None)})
         by_model_dataset[(model, dataset)][encoder] = float(values.mean())
     wins: dict[tuple, int] = defaultdict(int)
@@ -74,7 +79,8 @@ def ap_table(records: list[dict], sampler: str, metric: str, *, paper: str,
     return rows
 
 
-def cost_rows(records: list[dict], metric: str, value: Callable[[dict], float | None], *, paper: str) -> list[dict]:
+def cost_rows(records: list[dict], metric: str, value: Callable[[dict], float | None], *,
+              paper: str | None = None) -> list[dict]:
     """A measured cost (`value(record)`, None when not measured) of each selected (random NS) configuration,
     mean and std over its seeds."""
     rows = []
@@ -82,7 +88,7 @@ def cost_rows(records: list[dict], metric: str, value: Callable[[dict], float | 
         vals = [v for r in rs if (v := value(r)) is not None]
         if vals:
             rows.append({"row_group": MODEL_LABELS[model], "row": ENCODER_LABELS[encoder],
-                         "column": dataset_label(dataset, paper), "metric": metric, "mean": float(np.mean(vals)),
+                         "column": dataset_label(dataset, _paper(paper, rs)), "metric": metric, "mean": float(np.mean(vals)),
                          "std": float(np.std(vals)), "n_runs": len(vals), "_records": rs})
     return rows
 
