@@ -19,9 +19,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from timerepro.catalog import Catalog
 from timerepro.names import ENCODER_LABELS as LABELS
 
-ENCODERS: dict[str, type[nn.Module]] = {}
+ENCODERS: Catalog[type[nn.Module]] = Catalog("time encoder")  # filled by @register below; refuses a name twice
 
 
 def register(name: str) -> Callable[[type[nn.Module]], type[nn.Module]]:
@@ -29,7 +30,7 @@ def register(name: str) -> Callable[[type[nn.Module]], type[nn.Module]]:
         raise KeyError(f"encoder {name!r} must be listed in timerepro.names.ENCODER_LABELS")
 
     def deco(cls: type[nn.Module]) -> type[nn.Module]:
-        ENCODERS[name] = cls
+        ENCODERS.add(name, cls)
         cls.registry_name = name
         return cls
 
@@ -38,8 +39,6 @@ def register(name: str) -> Callable[[type[nn.Module]], type[nn.Module]]:
 
 def make_encoder(name: str, dim: int, *, mean: float = 0.0, std: float = 1.0, **kwargs) -> nn.Module:
     """Build the encoder registered as `name` with output dimension `dim`."""
-    if name not in ENCODERS:
-        raise KeyError(f"unknown time encoder {name!r}; known: {sorted(ENCODERS)}")
     return ENCODERS[name](dim, mean=mean, std=std, **kwargs)
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from timerepro.catalog import target_problem
+from timerepro.models.registry import serves
 from timerepro.paths import params_dir, project_root
 from timerepro.schema import ConfigError, load_yaml, validate_file, validate_value
 
@@ -54,24 +56,15 @@ def run_id(config: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
-def model_tasks(model: dict) -> list[str]:
-    """The task families a model serves (`task:` in params/models.yaml, one name or a list)."""
-    return [model["task"]] if isinstance(model["task"], str) else list(model["task"])
-
-
-def _named_registries() -> dict[str, set]:
-    from timerepro.names import ENCODER_LABELS
-
-    return {"encoders": set(ENCODER_LABELS)}
-
-
 class Registry:
     """The validated contents of params/. Construct with `load()`."""
 
     def __init__(self, root: Path):
         self.root = root
         schemas = project_root() / "workflow" / "schemas"
-        self.tasks = validate_file(root / "tasks.yaml", schemas / "tasks.schema.yaml")
+        tasks = validate_file(root / "tasks.yaml", schemas / "tasks.schema.yaml")
+        tasks.pop("shared_parameters", None)  # merged into the tasks' `parameters` by YAML anchors
+        self.tasks = tasks
         self.models = validate_file(root / "models.yaml", schemas / "models.schema.yaml")
         self.datasets = validate_file(root / "datasets.yaml", schemas / "datasets.schema.yaml")
         self.scales = validate_file(root / "scales.yaml", schemas / "scales.schema.yaml")
@@ -80,12 +73,22 @@ class Registry:
 
     # ---- validation beyond the JSON schemas: names that must exist elsewhere -------------------
     def _check_references(self) -> None:
-        from timerepro.tasks.registry import TASKS
+        """Every name params/ uses resolves: tasks and models to code (`module:`, read from source, nothing
+        imported), experiments to tasks, models and datasets, artifacts to aggregators and renderers and claims
+        to rules (the report modules' decorators); errors list the valid names."""
+        from timerepro.report import families
 
+        report_names = families.declared()  # kind -> names the report modules register (read from source)
+        tasks = sorted(self.tasks)
+        for name, task in self.tasks.items():
+            if problem := target_problem(task["module"]):
+                raise ConfigError(self.root / "tasks.yaml", f"{name}.module", problem)
         for name, model in self.models.items():
-            for task in model_tasks(model):
-                if task not in TASKS:
-                    raise ConfigError(self.root / "models.yaml", f"{name}.task", f"unknown task {task!r}; known: {sorted(TASKS)}")
+            for task in serves(model):
+                if task not in self.tasks:
+                    raise ConfigError(self.root / "models.yaml", f"{name}.task", f"unknown task {task!r}; known: {tasks}")
+            if problem := target_problem(model["module"]):
+                raise ConfigError(self.root / "models.yaml", f"{name}.module", problem)
         run_defaults = load_yaml(self.root / "run.yaml") or {}
         if run_defaults.get("scale") not in self.scales["scales"]:
             raise ConfigError(self.root / "run.yaml", "scale", f"unknown scale {run_defaults.get('scale')!r}; known: {self.scale_names()}")
@@ -96,13 +99,13 @@ class Registry:
                 raise ConfigError(path, "paper", f"must be {paper!r} (the file name), got {doc['paper']!r}")
             for name, exp in doc["experiments"].items():
                 where = f"experiments.{name}"
-                if exp["task"] not in TASKS:
-                    raise ConfigError(path, f"{where}.task", f"unknown task {exp['task']!r}; known: {sorted(TASKS)}")
+                if exp["task"] not in self.tasks:
+                    raise ConfigError(path, f"{where}.task", f"unknown task {exp['task']!r}; known: {tasks}")
                 if "model" in exp:
                     if exp["model"] not in self.models:
                         raise ConfigError(path, f"{where}.model", f"unknown model {exp['model']!r}; known: {sorted(self.models)}")
-                    if exp["task"] not in model_tasks(self.models[exp["model"]]):
-                        raise ConfigError(path, f"{where}.model", f"model {exp['model']!r} serves {model_tasks(self.models[exp['model']])}, not {exp['task']!r}")
+                    if exp["task"] not in serves(self.models[exp["model"]]):
+                        raise ConfigError(path, f"{where}.model", f"model {exp['model']!r} serves {serves(self.models[exp['model']])}, not {exp['task']!r}")
                 names = [("dataset", exp["dataset"])] if "dataset" in exp else [(f"datasets[{i}]", d) for i, d in enumerate(exp["datasets"])]
                 for key, name in names:
                     if name not in self.datasets and name not in self._locked_datasets:
@@ -120,6 +123,7 @@ class Registry:
                 for art in str(claim["artifact"]).replace(" ", "").split(","):
                     if art not in ids:
                         raise ConfigError(path, f"claims[{i}].artifact", f"unknown artifact {art!r}")
+            self._check_report_names(path, doc, report_names)
         for scale, spec in self.scales["scales"].items():
             for key, override in spec["experiments"].items():
                 paper, exp = key.split("/")
@@ -128,6 +132,24 @@ class Registry:
                     raise ConfigError(self.root / "scales.yaml", where, f"unknown experiment {key!r}")
                 base = self.papers[paper]["experiments"][exp]
                 self._check_values(self.root / "scales.yaml", where, {"task": base["task"], **override}, base.get("dataset"))
+
+    @staticmethod
+    def _check_report_names(path: Path, doc: dict, found: dict[str, dict]) -> None:
+        """Aggregator, renderer and rule names of a paper file are functions the report modules register."""
+        uses = [(f"artifacts[{i}].aggregate", "aggregator", art.get("aggregate")) for i, art in enumerate(doc["artifacts"])]
+        uses += [(f"artifacts[{i}].render", "figure renderer", art.get("render")) for i, art in enumerate(doc["artifacts"])]
+        uses += [(f"claims[{i}].rule", "claim rule", claim.get("rule")) for i, claim in enumerate(doc["claims"])]
+        for key, kind, name in uses:
+            if name is not None and name not in found[kind]:
+                raise ConfigError(path, key, f"unknown {kind} {name!r}; known: {sorted(found[kind])} (functions marked "
+                                  "in the modules of timerepro.report.families.FAMILY_MODULES)")
+
+    def _named(self) -> dict[str, set]:
+        """Registries a parameter spec may name with `registry:` (params/tasks.yaml)."""
+        from timerepro.names import ENCODER_LABELS
+
+        return {"encoders": set(ENCODER_LABELS), "datasets": self._locked_datasets | set(self.datasets),
+                "models": set(self.models)}
 
     @cached_property
     def _locked_datasets(self) -> set[str]:
@@ -146,7 +168,7 @@ class Registry:
             if key not in known_data:
                 raise ConfigError(path, f"{where}.data.{key}", f"unknown setting {key!r} of dataset {dataset!r}; known: {sorted(known_data)}")
         spec = self.tasks[exp["task"]]["parameters"]
-        named = {**_named_registries(), "datasets": self._locked_datasets | set(self.datasets)}
+        named = self._named()
         items = [(f"fixed.{k}", k, v) for k, v in exp.get("fixed", {}).items()]
         items += [(f"grid.{k}[{i}]", k, v) for k, vs in exp.get("grid", {}).items() for i, v in enumerate(vs)]
         for key_path, key, value in items:

@@ -16,10 +16,33 @@ class ConfigError(ValueError):
         super().__init__(f"{path}: {key}: {message}")
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a mapping key written twice (PyYAML keeps the last one silently): in
+    params/ a name written twice is a registry entry defined twice. Keys merged in with `<<:` may be
+    overridden."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                    f"found duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def load_yaml(path: Path) -> object:
+    """A params/ file as Python data; ConfigError (file, `<file>`) when absent, not YAML, or a key repeats."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
+            return yaml.load(fh, Loader=_UniqueKeyLoader)
     except FileNotFoundError:
         raise ConfigError(path, "<file>", "file not found") from None
     except yaml.YAMLError as exc:

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from timerepro import registry, runs
-from timerepro.report.forecasting import forecasting_table9
+from timerepro.report.hawkes_attention.forecasting import forecasting_table9
 from timerepro.tasks import forecasting
 
 BASE = dict(paper="hawkes_attention", experiment="forecast_test", task="forecasting", model="hawkes_ts",
@@ -51,6 +51,7 @@ def test_runs_end_to_end_and_records_metrics(task, tmp_path):
     assert history[0]["val_loss"] > 0 and "val_mae" in history[0]
     prov = json.loads((d / "provenance.json").read_text())
     assert prov["data"]["standin"] is True and prov["data"]["sha256"] and prov["data"]["variables"] == 8
+    assert prov["data"]["kind"] == "standin"  # the field claims and badges read
     assert not (d / "checkpoint.pt").exists()
     # the Table 9 aggregator turns the record into Ours' MSE/MAE row (no baseline at horizon 24: no rank row)
     record = {"config": json.loads((d / "config.json").read_text()), "metrics": metrics}

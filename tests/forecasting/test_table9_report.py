@@ -9,7 +9,7 @@ import pandas as pd
 
 from timerepro.report import published, tables
 from timerepro.report.claims import FAILS, HOLDS, PENDING
-from timerepro.report.forecasting import (ATTENTION_MODELS, BASELINES, RANK_METRICS, baseline_values,
+from timerepro.report.hawkes_attention.forecasting import (ATTENTION_MODELS, BASELINES, RANK_METRICS, baseline_values,
                                           forecasting_table9, rank, rank_rows, table9_ecl96_second,
                                           table9_weather96_beats)
 
@@ -105,6 +105,7 @@ def test_claim_rules():
     assert table9_weather96_beats(weather(0.168, 0.223))[0] == FAILS
     assert table9_weather96_beats(weather(0.160, 0.210))[0] == HOLDS
     # numbers from synthetic stand-ins give no verdict on the paper's claim
-    standin = second.assign(data="synthetic stand-in for ECL (iTransformer bundle) (not the real data)")
+    standin = second.assign(data="synthetic stand-in for ECL (iTransformer bundle) (not the real data)",
+                            data_kind="standin")
     verdict, detail = table9_ecl96_second(standin)
     assert verdict == PENDING and "would be holds" in detail

@@ -19,6 +19,8 @@ from timerepro.models.graph.attention_record import (attention_records, average_
 from timerepro.models.graph.dygformer import (VARIANTS, DyGFormer, TransformerLayer, decoder_sequences,
                                               dygformer_hparams, recency_index, recency_index_stats)
 
+from .conftest import resolved
+
 torch.set_num_threads(1)
 NODE_DIM, EDGE_DIM, N_NODES = 6, 5, 10
 
@@ -315,10 +317,9 @@ def data_root(standin_root):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_each_variant_trains_end_to_end_through_the_task(variant, data_root, tmp_path, monkeypatch, model_defaults):
+def test_each_variant_trains_end_to_end_through_the_task(variant, data_root, tmp_path, monkeypatch):
     monkeypatch.setenv("TIMEREPRO_DATA", str(data_root))
-    defaults = model_defaults[variant]
-    cfg = {**defaults, "paper": "linear_time", "experiment": "dyg_test", "task": "link_prediction",
+    cfg = {**resolved("link_prediction", variant), "paper": "linear_time", "experiment": "dyg_test", "task": "link_prediction",
            "dataset": "uci", "standin": "smoke", "model": variant, "encoder": "linear", "d_ch": 4, "d_tc": 2,
            "max_input_sequence_length": 8, "patch_size": 2, "lr": 1e-3, "batch_size": 100, "max_epochs": 2,
            "patience": 5, "eval_negatives": ["random"], "seed": 0}

@@ -11,13 +11,15 @@ import pytest
 from timerepro import registry, runs
 from timerepro.tasks import link_prediction
 
+from .conftest import resolved
+
 BASE = dict(paper="linear_time", experiment="lp_test", task="link_prediction", dataset="uci", standin="smoke",
             model="tgat", encoder="linear", d_T=4, dropout=0.1, lr=1e-3, batch_size=200, max_epochs=2, patience=5,
             num_neighbors=3, num_layers=2, num_heads=2, eval_negatives=["random", "historical"], seed=0)
 
 
 def make_config(**over) -> dict:
-    cfg = {**BASE, **over}
+    cfg = resolved("link_prediction", BASE["model"], {**BASE, **over})
     cfg["run_id"] = registry.run_id(cfg)
     return cfg
 
@@ -68,7 +70,7 @@ def test_killed_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_resume
 
 
 def test_unknown_model_or_sampler_is_refused_before_any_work():
-    with pytest.raises(KeyError, match="unknown link-prediction model"):
+    with pytest.raises(KeyError, match="unknown link_prediction model"):
         link_prediction.run(make_config(model="nope"), ctx=None)
     with pytest.raises(ValueError, match="negative sampling strategy"):
         link_prediction.run(make_config(eval_negatives=["random", "hard"]), ctx=None)

@@ -27,6 +27,8 @@ from timerepro.tasks import link_prediction as lp
 from timerepro.tasks import node_classification as nc
 from timerepro.tasks.registry import TASKS
 
+from .conftest import resolved
+
 BASE = dict(paper="linear_time", experiment="nc_test", task="node_classification", dataset="wikipedia",
             standin="smoke", model="tgat", encoder="linear", d_T=4, dropout=0.1, num_neighbors=3, num_layers=2,
             num_heads=2, lr=1e-3, batch_size=200, max_epochs=4, patience=5, backbone_epochs=2, backbone_lr=1e-4,
@@ -37,7 +39,7 @@ COST = {"epoch_time_s", "embedding_time_s", "peak_rss_mb", "backbone_epoch_time_
 
 
 def make_config(**over) -> dict:
-    cfg = {**BASE, **over}
+    cfg = resolved("node_classification", BASE["model"], {**BASE, **over})
     cfg["run_id"] = registry.run_id(cfg)
     return cfg
 

@@ -24,6 +24,8 @@ from timerepro.models.graph.cawn import CAWN, walk_counts, walks_as_array
 from timerepro.models.graph.tgn import STATE, TGN
 from timerepro.tasks import link_prediction
 
+from .conftest import resolved
+
 NODE_DIM, EDGE_DIM = 6, 5
 
 
@@ -267,7 +269,7 @@ MODEL_ARGS = {
 
 
 def make_config(name: str, **over) -> dict:
-    cfg = {**BASE, **MODEL_ARGS[name], **over}
+    cfg = resolved("link_prediction", name, {**BASE, **MODEL_ARGS[name], **over})
     cfg["run_id"] = registry.run_id(cfg)
     return cfg
 

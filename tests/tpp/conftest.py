@@ -10,3 +10,13 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def resolved(model: str, **overrides) -> dict:
+    """A model's config as a run resolves it (task defaults < model defaults < overrides): builders read every
+    key from it, params/ being the one place of each default."""
+    from timerepro import registry
+
+    reg = registry.load()
+    return {"model": model, **reg.tasks["temporal_point_process"]["defaults"], **reg.models[model]["defaults"],
+            **overrides}

@@ -15,9 +15,11 @@ easy_tpp = pytest.importorskip("easy_tpp", reason="easy-tpp is not installed (pi
 from timerepro.data.standins import easytpp_records, hawkes_sequences  # noqa: E402
 from timerepro.data.tpp import read_easytpp_json, read_sequences, write_sequences  # noqa: E402
 from timerepro.models.tpp import easytpp as E  # noqa: E402
-from timerepro.models.tpp.registry import build_model  # noqa: E402
+from timerepro.models.registry import build  # noqa: E402
 from timerepro.tpp import METRICS, Predictions, ThinningConfig, collate, evaluate, iterate_batches  # noqa: E402
 from timerepro.tpp import log_likelihood, predict_next, train_epoch  # noqa: E402
+
+from .conftest import resolved  # noqa: E402
 
 K = 3
 NAMES = list(E.EASYTPP_MODELS)
@@ -34,6 +36,11 @@ def records():
 @pytest.fixture(scope="module")
 def batch(records):
     return collate(records, K)
+
+
+def build_model(name: str, config: dict, k: int) -> torch.nn.Module:
+    """The registered builder of `name` on its resolved config (params/ defaults) with `config` on top."""
+    return build("temporal_point_process", name, resolved(name, **config), k)
 
 
 def _small(name: str, **extra) -> torch.nn.Module:

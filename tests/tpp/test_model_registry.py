@@ -1,18 +1,25 @@
-"""The TPP model registry: lazy 'module:function' entries whose builders meet the protocol of tpp/likelihood.py."""
+"""The TPP models of the model registry (params/models.yaml `module:`): builders that meet the protocol of tpp/likelihood.py."""
 
 import pytest
 import torch
 
 from timerepro import registry
 from timerepro.models.tpp.builders import HAWKES_VARIANTS
-from timerepro.models.tpp.registry import MODELS, build_model, get_model_builder
+from timerepro.models.registry import TaskModels, build
 from timerepro.tasks.temporal_point_process import param_groups
 from timerepro.tpp.batch import collate
 from timerepro.tpp.likelihood import log_likelihood
 
+from .conftest import resolved
+
 K = 4
-SMALL = {"d_model": 8, "d_inner": 16, "d_k": 4, "d_v": 4, "num_layers": 1, "num_heads": 2, "phi_width": 3,
-         "phi_depth": 1, "dropout": 0.0, "d_rnn": None}
+MODELS = TaskModels("temporal_point_process")
+SMALL = resolved("hawkes_attention", d_model=8, d_inner=16, d_k=4, d_v=4, num_layers=1, num_heads=2, phi_width=3,
+                 phi_depth=1, dropout=0.0, d_rnn=None)
+
+
+def build_model(name: str, config: dict, k: int):
+    return build("temporal_point_process", name, config, k)
 
 
 def _batch():
@@ -24,9 +31,9 @@ def _batch():
 def test_every_entry_resolves_to_a_builder():
     assert "hawkes_attention" in MODELS
     for name in MODELS:
-        assert callable(get_model_builder(name))
-    with pytest.raises(KeyError, match="unknown TPP model"):
-        get_model_builder("no_such_model")
+        assert callable(MODELS[name])
+    with pytest.raises(KeyError, match="unknown temporal_point_process model"):
+        MODELS["no_such_model"]
 
 
 @pytest.mark.parametrize("variant", sorted(HAWKES_VARIANTS))

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from timerepro import registry
-from timerepro.report import aggregate, claims, families, figures, published, tpp
+from timerepro.report import aggregate, claims, families, figures, published
+from timerepro.report.hawkes_attention import point_process as tpp
 
 DATASETS = ["taxi", "amazon", "stackoverflow", "taobao"]
 BASELINES = ["rmtpp", "nhp", "sahp", "attnhp", "odetpp", "fullynn", "intensity_free", "thp"]

@@ -1,4 +1,5 @@
-"""Link-prediction tables: model selection on validation AP, the paper's win rule, claims on reproduced cells."""
+"""linear_time's link-prediction artifacts: model selection on validation AP, the paper's win rule, claims on
+reproduced cells (shared pieces in report/link_prediction.py, the paper's in report/linear_time/)."""
 
 import numpy as np
 import pandas as pd
@@ -6,6 +7,7 @@ import pytest
 
 from timerepro.report import aggregate
 from timerepro.report import link_prediction as lp
+from timerepro.report.linear_time import ap_tables, attention_maps, costs, dimensions, node_classification, statistics
 from timerepro.report.claims import FAILS, HOLDS, PENDING
 
 
@@ -27,7 +29,7 @@ def test_selection_keeps_the_best_validation_configuration_not_the_best_test():
     records += [_rec("tgat", "linear", "uci", 0.3, s, val=0.80, test=0.99) for s in range(2)]
     chosen = lp.select_by_validation(records, "val_transductive_random_ap")
     assert {r["config"]["dropout"] for r in chosen[("tgat", "linear", "uci")]} == {0.1}
-    rows = lp.lp_ap_random(records)
+    rows = ap_tables.lp_ap_random(records)
     cell = [r for r in rows if r["metric"] == "AP_random_NS_test"][0]
     assert cell["mean"] == pytest.approx(70.0) and cell["n_runs"] == 2 and "dropout=0.1" in cell["note"]
 
@@ -37,7 +39,7 @@ def test_win_counts_per_model_over_datasets():
     for ds, (lin, sin) in {"uci": (0.95, 0.80), "enron": (0.70, 0.72), "wikipedia": (0.9, 0.9)}.items():
         records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=lin))
         records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=sin))
-    wins = {r["row"]: r["mean"] for r in lp.lp_ap_random(records) if r["metric"] == lp.WINS_METRIC}
+    wins = {r["row"]: r["mean"] for r in ap_tables.lp_ap_random(records) if r["metric"] == lp.WINS_METRIC}
     assert wins == {"Linear": 2.0, "Sinusoidal": 2.0}  # uci linear, enron sinusoidal, wikipedia tied
 
 
@@ -50,11 +52,11 @@ def test_most_wins_rule_holds_and_fails():
     cells = {("TGAT", "Linear", "UCI"): 90, ("TGAT", "Sinusoidal", "UCI"): 80, ("TGAT", "Sinusoidal-scale", "UCI"): 70,
              ("TGAT", "Linear", "Enron"): 90, ("TGAT", "Sinusoidal", "Enron"): 95, ("TGAT", "Sinusoidal-scale", "Enron"): 70,
              ("DyGFormer", "Linear", "UCI"): 90, ("DyGFormer", "Sinusoidal", "UCI"): 80, ("DyGFormer", "Sinusoidal-scale", "UCI"): 70}
-    verdict, detail = lp.linear_most_wins_random(_frame(cells))
+    verdict, detail = ap_tables.linear_most_wins_random(_frame(cells))
     assert verdict == HOLDS and "Linear 2" in detail
     cells[("DyGFormer", "Sinusoidal", "UCI")] = 99
-    assert lp.linear_most_wins_random(_frame(cells))[0] == FAILS
-    verdict, detail = lp.scaling_hurts_on_uci(_frame(cells))
+    assert ap_tables.linear_most_wins_random(_frame(cells))[0] == FAILS
+    verdict, detail = ap_tables.scaling_hurts_on_uci(_frame(cells))
     assert verdict == HOLDS and "TGAT" in detail
 
 
@@ -66,7 +68,7 @@ def test_tgat_dimension_figures_derived_from_runs():
         records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.70, params=600, d_T=2, exp="lp_tgat_dim"))
         records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=0.84 if ds == "uci" else 0.75, params=600,
                             d_T=2, exp="lp_tgat_dim"))
-    derived = {(r["row"], r["metric"]): r for r in lp.lp_tgat_dim(records) if r["row_group"] == "TGAT"}
+    derived = {(r["row"], r["metric"]): r for r in dimensions.lp_tgat_dim(records) if r["row_group"] == "TGAT"}
     assert derived[("Linear d_T=2", "param_saving_pct_vs_dT100")]["mean"] == pytest.approx(40.0)
     assert derived[("Linear d_T=2 vs Sinusoidal d_T=100", "n_datasets_linear_dT2_higher_AP")]["mean"] == 1.0
     drop = derived[("Sinusoidal", "max_AP_drop_reducing_dT_from_100")]
@@ -84,7 +86,7 @@ def test_attention_map_cells_average_the_recorded_scores(tmp_path):
              key=np.zeros(3))
     rec = _rec("dygdecoder", "linear", "reddit", 0.1, 0, val=0.5, test=0.5)
     rec["dir"] = d
-    rows = lp.lp_attention_map([rec])
+    rows = attention_maps.lp_attention_map([rec])
     assert {r["row_group"] for r in rows} == {"DyGDecoder; Linear; Reddit; source"}
     means = sorted(r["mean"] for r in rows)
     assert means == pytest.approx([0.3, 0.9])
@@ -95,18 +97,18 @@ def test_node_classification_cells_and_claim():
     for model, enc, auc in (("tgat", "linear", 0.9), ("tgat", "cosine", 0.8), ("dygformer", "linear", 0.7),
                             ("dygformer", "cosine", 0.75)):
         recs.append({"config": {"model": model, "encoder": enc, "dataset": "wikipedia"}, "metrics": {"test_auc": auc}})
-    rows = lp.nc_auc(recs)
+    rows = node_classification.nc_auc(recs)
     assert {(r["row_group"], r["row"]): round(r["mean"], 6) for r in rows} == {
         ("TGAT", "Linear"): 90.0, ("TGAT", "Sinusoidal"): 80.0, ("DyGFormer", "Linear"): 70.0, ("DyGFormer", "Sinusoidal"): 75.0}
     cells = {(r["row_group"], r["row"], r["column"]): r["mean"] for r in rows}
-    assert lp.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == HOLDS
+    assert node_classification.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == HOLDS
     cells[("DyGFormer", "Linear", "Wikipedia")] = 80.0
-    assert lp.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == FAILS
+    assert node_classification.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == FAILS
 
 
 def test_cost_tables_are_the_only_rows_a_rerun_may_change():
     records = [_rec("tgat", "linear", "uci", 0.1, s, val=0.9, test=0.8, epoch_time=1.0 + s) for s in range(2)]
-    rows = lp.lp_ap_random(records) + lp.lp_epoch_time(records) + lp.lp_peak_memory(records)
+    rows = ap_tables.lp_ap_random(records) + costs.lp_epoch_time(records) + costs.lp_peak_memory(records)
     df = pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} for r in rows])
     kept = aggregate.results_only(df)
     assert set(df["metric"]) - set(kept["metric"]) == {"train_time_per_epoch_s", "peak_cpu_rss_GB"}
@@ -121,79 +123,79 @@ def _two_encoders(values, a="Linear", b="Sinusoidal"):
 def test_gain_rules_c03_c07():
     table1 = {("TGAT", "UCI"): (90, 75), ("TGAT", "Enron"): (80, 70), ("DyGFormer", "UCI"): (95, 95.3),
               ("DyGFormer", "Enron"): (94, 93)}
-    verdict, detail = lp.linear_largest_gains_tgat(_frame(_two_encoders(table1)))
+    verdict, detail = ap_tables.linear_largest_gains_tgat(_frame(_two_encoders(table1)))
     assert verdict == HOLDS and "TGAT UCI +15.00" in detail
-    assert lp.linear_largest_gains_tgat(_frame(_two_encoders(table1 | {("DyGFormer", "Enron"): (94, 80)})))[0] == FAILS
-    assert lp.linear_largest_gains_tgat(_frame(_two_encoders(table1 | {("DyGFormer", "UCI"): (90, 95)})))[0] == FAILS
+    assert ap_tables.linear_largest_gains_tgat(_frame(_two_encoders(table1 | {("DyGFormer", "Enron"): (94, 80)})))[0] == FAILS
+    assert ap_tables.linear_largest_gains_tgat(_frame(_two_encoders(table1 | {("DyGFormer", "UCI"): (90, 95)})))[0] == FAILS
     tgat_only = {k: v for k, v in table1.items() if k[0] == "TGAT"}
-    assert lp.linear_largest_gains_tgat(_frame(_two_encoders(tgat_only)))[0] == PENDING
+    assert ap_tables.linear_largest_gains_tgat(_frame(_two_encoders(tgat_only)))[0] == PENDING
 
     table2 = {("TGAT", "UCI"): (91, 69), ("TGAT", "Enron"): (80, 65), ("DyGFormer", "UCI"): (90, 83),
               ("DyGFormer-separate", "Enron"): (90, 85)}
     hist = lambda cells: _frame(_two_encoders(cells), "table2", "AP_historical_NS_test")
-    assert lp.linear_largest_gains_historical(hist(table2))[0] == HOLDS
-    assert lp.linear_largest_gains_historical(hist(table2 | {("DyGFormer-separate", "Enron"): (84, 85)}))[0] == FAILS
-    verdict, detail = lp.linear_largest_gains_historical(hist({k: v for k, v in table2.items() if k[0] != "DyGFormer"}))
+    assert ap_tables.linear_largest_gains_historical(hist(table2))[0] == HOLDS
+    assert ap_tables.linear_largest_gains_historical(hist(table2 | {("DyGFormer-separate", "Enron"): (84, 85)}))[0] == FAILS
+    verdict, detail = ap_tables.linear_largest_gains_historical(hist({k: v for k, v in table2.items() if k[0] != "DyGFormer"}))
     assert verdict == PENDING and "DyGFormer UCI" in detail
 
 
 def test_historical_win_rules_c06_c08():
     cells = {}
-    for m in lp.FOUR_MODELS:
+    for m in ap_tables.FOUR_MODELS:
         for d in ("UCI", "Wikipedia", "Enron", "US Legis"):
             lin = 90.0 if d != "US Legis" or m == "DyGFormer-separate" else 70.0
             cells |= {(m, "Linear", d): lin, (m, "Sinusoidal", d): 80.0, (m, "Sinusoidal-scale", d): 75.0}
     hist = lambda c: _frame(c, "table2", "AP_historical_NS_test")
-    assert lp.linear_best_historical_uci_wikipedia_enron(hist(cells))[0] == HOLDS
-    assert lp.linear_wins_us_legis_only_dygformer_separate(hist(cells))[0] == HOLDS
-    verdict, detail = lp.linear_best_historical_uci_wikipedia_enron(hist(cells | {("TGAT", "Linear", "Wikipedia"): 79.0}))
+    assert ap_tables.linear_best_historical_uci_wikipedia_enron(hist(cells))[0] == HOLDS
+    assert ap_tables.linear_wins_us_legis_only_dygformer_separate(hist(cells))[0] == HOLDS
+    verdict, detail = ap_tables.linear_best_historical_uci_wikipedia_enron(hist(cells | {("TGAT", "Linear", "Wikipedia"): 79.0}))
     assert verdict == FAILS and "TGAT Wikipedia" in detail
-    assert lp.linear_wins_us_legis_only_dygformer_separate(hist(cells | {("TGAT", "Linear", "US Legis"): 80.001}))[0] == FAILS
+    assert ap_tables.linear_wins_us_legis_only_dygformer_separate(hist(cells | {("TGAT", "Linear", "US Legis"): 80.001}))[0] == FAILS
     no_decoder = {k: v for k, v in cells.items() if k[0] != "DyGDecoder"}
-    verdict, detail = lp.linear_wins_us_legis_only_dygformer_separate(hist(no_decoder))
+    verdict, detail = ap_tables.linear_wins_us_legis_only_dygformer_separate(hist(no_decoder))
     assert verdict == PENDING and "DyGDecoder" in detail
     us_only = {k: v for k, v in cells.items() if k[2] == "US Legis"}
-    assert lp.linear_best_historical_uci_wikipedia_enron(hist(us_only))[0] == PENDING
+    assert ap_tables.linear_best_historical_uci_wikipedia_enron(hist(us_only))[0] == PENDING
 
 
 def test_cosine_vs_sine_cosine_sign_test_c09():
-    assert lp._sign_test(9, 21) > 0.5 and lp._sign_test(9, 9) < 0.01 and lp._sign_test(0, 0) == 1.0
+    assert ap_tables._sign_test(9, 21) > 0.5 and ap_tables._sign_test(9, 9) < 0.01 and ap_tables._sign_test(0, 0) == 1.0
     mixed = {("TGAT", f"D{i}"): (80.0 + (i % 2), 80.0 + ((i + 1) % 2)) for i in range(8)} | {("TGAT", "D8"): (80.001, 80.0)}
     table4 = lambda c: _frame(_two_encoders(c, "Cosine", "Sine-cosine"), "table4")
-    verdict, detail = lp.cosine_sine_cosine_no_difference(table4(mixed))
+    verdict, detail = ap_tables.cosine_sine_cosine_no_difference(table4(mixed))
     assert verdict == HOLDS and "ties in 1" in detail
-    assert lp.cosine_sine_cosine_no_difference(table4({k: (81.0, 80.0) for k in mixed}))[0] == FAILS
-    assert lp.cosine_sine_cosine_no_difference(_frame({("TGAT", "Cosine", "UCI"): 80.0}, "table4"))[0] == PENDING
+    assert ap_tables.cosine_sine_cosine_no_difference(table4({k: (81.0, 80.0) for k in mixed}))[0] == FAILS
+    assert ap_tables.cosine_sine_cosine_no_difference(_frame({("TGAT", "Cosine", "UCI"): 80.0}, "table4"))[0] == PENDING
 
 
 def test_time_vs_position_c10_and_tgn_cawn_c12():
     table6 = {("TGAT", "UCI"): (80, 79), ("TGAT", "Enron"): (72, 65), ("TGAT", "Reddit"): (98.55, 98.63),
               ("DyGFormer", "UCI"): (96, 95.9), ("DyGFormer", "Reddit"): (99.2, 99.19)}
     t6 = lambda c: _frame(_two_encoders(c, "Time", "Position"), "table6")
-    assert lp.time_beats_position_mostly(t6(table6))[0] == HOLDS
-    assert lp.time_beats_position_mostly(t6(table6 | {("TGAT", "Reddit"): (98, 90)}))[0] == FAILS
-    assert lp.time_beats_position_mostly(t6({k: (v[1], v[0]) for k, v in table6.items()}))[0] == FAILS
+    assert ap_tables.time_beats_position_mostly(t6(table6))[0] == HOLDS
+    assert ap_tables.time_beats_position_mostly(t6(table6 | {("TGAT", "Reddit"): (98, 90)}))[0] == FAILS
+    assert ap_tables.time_beats_position_mostly(t6({k: (v[1], v[0]) for k, v in table6.items()}))[0] == FAILS
     no_reddit = {k: v for k, v in table6.items() if k[1] != "Reddit"}
-    verdict, detail = lp.time_beats_position_mostly(t6(no_reddit))
+    verdict, detail = ap_tables.time_beats_position_mostly(t6(no_reddit))
     assert verdict == PENDING and "Reddit" in detail
 
     table9 = {(m, d): (90, 85) for m in ("TGN", "CAWN") for d in ("UCI", "Enron")} | {("CAWN", "Reddit"): (99.1, 99.12)}
-    assert lp.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(table9), "table9"))[0] == HOLDS
+    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(table9), "table9"))[0] == HOLDS
     worse = {k: (v[1], v[0]) for k, v in table9.items()}
-    assert lp.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(worse), "table9"))[0] == FAILS
-    assert lp.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(table9), "table1"))[0] == PENDING
+    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(worse), "table9"))[0] == FAILS
+    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(table9), "table1"))[0] == PENDING
 
 
 def test_cost_rule_c11_uses_the_memory_metric_present():
     faster = {("TGAT", "UCI"): (29.8, 30.2), ("TGAT", "Enron"): (65.4, 65.9), ("DyGDecoder", "UCI"): (25.0, 24.0)}
     time = _frame(_two_encoders(faster), "table7", aggregate.TIME_PER_EPOCH)
     rss = _frame(_two_encoders(faster), "table8", aggregate.PEAK_RSS)
-    verdict, detail = lp.linear_cheaper_mostly(pd.concat([time, rss]))
+    verdict, detail = costs.linear_cheaper_mostly(pd.concat([time, rss]))
     assert verdict == HOLDS and aggregate.PEAK_RSS in detail and "2 of 3" in detail
     gpu = _frame(_two_encoders({k: (v[1], v[0]) for k, v in faster.items()}), "table8", aggregate.PEAK_GPU)
-    verdict, detail = lp.linear_cheaper_mostly(pd.concat([time, rss, gpu]))
+    verdict, detail = costs.linear_cheaper_mostly(pd.concat([time, rss, gpu]))
     assert verdict == FAILS and aggregate.PEAK_GPU in detail
-    assert lp.linear_cheaper_mostly(time)[0] == PENDING
+    assert costs.linear_cheaper_mostly(time)[0] == PENDING
 
 
 def test_dimension_rules_c14_c15_on_aggregated_runs():
@@ -205,17 +207,17 @@ def test_dimension_rules_c14_c15_on_aggregated_runs():
             records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.70, params=600, d_T=2, exp="lp_tgat_dim"))
             lin2 = {"uci": 0.84, "enron": enron_linear_dt2, "reddit": 0.79}[ds]
             records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=lin2, params=600, d_T=2, exp="lp_tgat_dim"))
-        rows = lp.lp_tgat_dim(records)
+        rows = dimensions.lp_tgat_dim(records)
         return pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} | {"artifact": "fig5"} for r in rows])
 
     good, bad = fig5(0.83), fig5(0.60)
-    assert lp.sinusoidal_drops_more_reducing_dT(good)[0] == HOLDS
-    verdict, detail = lp.tiny_linear_beats_full_sinusoidal(good)
+    assert dimensions.sinusoidal_drops_more_reducing_dT(good)[0] == HOLDS
+    verdict, detail = dimensions.tiny_linear_beats_full_sinusoidal(good)
     assert verdict == HOLDS and "2 of 2" in detail and "40%" in detail
-    assert lp.sinusoidal_drops_more_reducing_dT(bad)[0] == FAILS
-    assert lp.tiny_linear_beats_full_sinusoidal(bad)[0] == FAILS
-    assert lp.sinusoidal_drops_more_reducing_dT(good[good["row"] != "Linear"])[0] == PENDING
-    assert lp.tiny_linear_beats_full_sinusoidal(good[good["row_group"] != "TGAT d_T=2"])[0] == PENDING
+    assert dimensions.sinusoidal_drops_more_reducing_dT(bad)[0] == FAILS
+    assert dimensions.tiny_linear_beats_full_sinusoidal(bad)[0] == FAILS
+    assert dimensions.sinusoidal_drops_more_reducing_dT(good[good["row"] != "Linear"])[0] == PENDING
+    assert dimensions.tiny_linear_beats_full_sinusoidal(good[good["row_group"] != "TGAT d_T=2"])[0] == PENDING
 
 
 def test_dtc_rule_c16():
@@ -225,10 +227,10 @@ def test_dtc_rule_c16():
               "LastFM": {"Linear": (93, 92, 85), "Sinusoidal": (93, 90, 80)}}
     cells = {(f"DyGFormer d_tc={dim}", enc, ds): ap for ds, encs in curves.items() for enc, aps in encs.items()
              for dim, ap in zip((50, 24, 2), aps)}
-    assert lp.dtc_reduction_pattern(_frame(cells, "fig6"))[0] == HOLDS
-    verdict, detail = lp.dtc_reduction_pattern(_frame(cells | {("DyGFormer d_tc=24", "Sinusoidal", "UCI"): 91}, "fig6"))
+    assert dimensions.dtc_reduction_pattern(_frame(cells, "fig6"))[0] == HOLDS
+    verdict, detail = dimensions.dtc_reduction_pattern(_frame(cells | {("DyGFormer d_tc=24", "Sinusoidal", "UCI"): 91}, "fig6"))
     assert verdict == FAILS and "sinusoidal UCI declines: NO" in detail
-    verdict, detail = lp.dtc_reduction_pattern(_frame({k: v for k, v in cells.items() if k[2] != "LastFM"}, "fig6"))
+    verdict, detail = dimensions.dtc_reduction_pattern(_frame({k: v for k, v in cells.items() if k[2] != "LastFM"}, "fig6"))
     assert verdict == PENDING and "LastFM" in detail
 
 
@@ -236,10 +238,10 @@ def test_waiting_time_shift_c19():
     means = {("Source node", "Train"): 266.9, ("Source node", "Test"): 2129.37, ("Destination node", "Train"): 415.55,
              ("Destination node", "Test"): 4476.33, ("Source node", "Validation"): 414.49}
     table5 = lambda m: _frame({(g, s, "Average"): v for (g, s), v in m.items()}, "table5", "waiting_time_minutes_mean")
-    verdict, detail = lp.uci_waiting_times_shift(table5(means))
+    verdict, detail = statistics.uci_waiting_times_shift(table5(means))
     assert verdict == HOLDS and "source 8.0x" in detail and "destination 10.8x" in detail
-    assert lp.uci_waiting_times_shift(table5(means | {("Destination node", "Test"): 500.0}))[0] == FAILS
-    assert lp.uci_waiting_times_shift(table5(means | {("Source node", "Test"): float("nan")}))[0] == PENDING
+    assert statistics.uci_waiting_times_shift(table5(means | {("Destination node", "Test"): 500.0}))[0] == FAILS
+    assert statistics.uci_waiting_times_shift(table5(means | {("Source node", "Test"): float("nan")}))[0] == PENDING
     missing = {k: v for k, v in means.items() if k != ("Destination node", "Train")}
-    verdict, detail = lp.uci_waiting_times_shift(table5(missing))
+    verdict, detail = statistics.uci_waiting_times_shift(table5(missing))
     assert verdict == PENDING and "Destination node Train" in detail

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from timerepro import __version__
+from timerepro.datakind import DataKind
 from timerepro.io import atomic_write_json, read_json
 
 # Bump a family's number whenever its processed output changes for the same input bytes.
@@ -71,8 +72,10 @@ def read_manifest(folder: str | os.PathLike) -> dict:
 
 
 def data_identity(name: str, standin: str | None, manifest: dict) -> dict:
-    """What a run's provenance records about the data it read: name, real or labelled stand-in, source hashes."""
+    """What a run's provenance records about the data it read: name, its kind (`timerepro.datakind`: real, a
+    package copy when the manifest says so, or a labelled stand-in), source hashes."""
     shas = [src.get("sha256") for src in manifest.get("sources", [])]
-    return {"dataset": name, "source": "standin" if standin else "real", "standin": bool(standin),
+    kind = DataKind.STANDIN if standin else DataKind(manifest.get("kind", DataKind.REAL.value))
+    return {"dataset": name, "kind": kind.value, "source": "standin" if standin else "real", "standin": bool(standin),
             "label": manifest.get("label"), "sha256": shas[0] if len(shas) == 1 else ",".join(map(str, shas)),
             "sources": manifest.get("sources")}

@@ -1,1 +1,19 @@
-"""report."""
+"""The report: run records -> aggregated rows -> tables, figures, claim verdicts, one HTML page.
+
+Engine (knows no paper):
+    aggregate.py   records -> results/aggregated/<paper>.csv; `@aggregator`; the `data_kind` of each row
+    claims.py      claim verdicts -> results/claims.json; `@rule`; verdicts on stand-ins withheld
+    figures.py     `@renderer`; style(), stamp(), PALETTE, ENCODER_COLORS, save()
+    tables.py      published beside reproduced (Markdown, LaTeX, HTML)
+    published.py   the paper's numbers, only from params/published/published_values.csv
+    render.py      one paper's tables and figures (called by its papermill notebook)
+    html.py        results/report/index.html
+    notebooks.py   the thin notebooks under workflow/notebooks/
+    families.py    the modules below, whose marked functions params/ may name
+Shared task-family pieces (no registration of their own beyond generic aggregators):
+    link_prediction.py     DyGLib protocol: selection on validation AP, AP tables and the win rule, cost rows
+    dataset_statistics.py  `statistics_rows` (every paper's dataset-statistics tables)
+Papers (each package's __init__ lists artifact -> module -> function):
+    linear_time/       e.g. Table 2: linear_time/ap_tables.py `lp_ap_historical`
+    hawkes_attention/
+"""

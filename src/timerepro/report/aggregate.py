@@ -1,98 +1,52 @@
-"""Run records -> results/aggregated/<paper>.csv, in the columns of the published values.
+"""Run records -> results/aggregated/<paper>.csv, in the columns of the published values (engine: no paper here).
 
-Each implemented artifact names an aggregator registered here; an aggregator turns the complete
-run records of that artifact into long-format rows (row_group, row, column, metric, mean, std).
+Each implemented artifact names an aggregator (params/<paper>.yaml `aggregate:`); an aggregator is a
+function of a paper module marked `@aggregator("name")`, `records -> rows`, that turns the complete run
+records of the artifact into long-format rows (row_group, row, column, metric, mean, std, n_runs, and
+`_records`: the records behind the row). This module adds the columns every row has: paper, artifact,
+scale, `data` (a human-readable label of the data) and `data_kind` (`timerepro.datakind`: what claims
+and badges read).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from timerepro.names import ENCODER_LABELS as LABELS
+from timerepro import datakind
+from timerepro.catalog import Catalog
 from timerepro.io import atomic_write_json, atomic_write_text
 from timerepro.paths import results_dir
 from timerepro.registry import Registry
 from timerepro.records import load_record, run_dir
 
+from . import families
 from .published import KEY
 
-COLUMNS = KEY + ["mean", "std", "note", "n_runs", "scale", "data"]
+COLUMNS = KEY + ["mean", "std", "note", "n_runs", "scale", "data", "data_kind"]
 # Metrics that measure the machine (seconds, memory), not the model: two runs of the same config differ in them.
 TIME_PER_EPOCH, PEAK_GPU, PEAK_RSS = "train_time_per_epoch_s", "peak_gpu_memory_GB", "peak_cpu_rss_GB"
 MEASURED_COSTS = frozenset({TIME_PER_EPOCH, PEAK_GPU, PEAK_RSS})
-AGGREGATORS: dict[str, Callable[[list[dict]], list[dict]]] = {}
+
+AGGREGATORS: Catalog[Callable[[list[dict]], list[dict]]] = Catalog("aggregator", fill=families.load)
+aggregator = AGGREGATORS.register  # @aggregator("name") on a function of a module listed in report/families.py
 
 
-def aggregator(name: str):
-    def deco(fn):
-        AGGREGATORS[name] = fn
-        return fn
-
-    return deco
-
-
-def _stat(values: list[float]) -> tuple[float, float]:
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and population std over seeds (std 0 for one run)."""
     arr = np.asarray(values, dtype=float)
     return float(arr.mean()), float(arr.std(ddof=0)) if len(arr) > 1 else 0.0
 
 
-def panel_label(layers: int, attention: str) -> str:
-    return f"{layers}-layer {'full attention' if attention == 'full' else 'autoregressive'}"
-
-
-@aggregator("seqcls_accuracy")
-def seqcls_accuracy(records: list[dict]) -> list[dict]:
-    """linear_time Figure 2: test accuracy per panel x encoder x d_T, mean and std over seeds."""
-    groups = defaultdict(list)
-    for r in records:
-        c = r["config"]
-        groups[(panel_label(c["layers"], c["attention"]), LABELS[c["encoder"]], str(c["d_T"]))].append(r)
-    rows = []
-    for (panel, enc, dim), rs in sorted(groups.items()):
-        mean, std = _stat([r["metrics"]["test_accuracy"] for r in rs])
-        rows.append({"row_group": panel, "row": enc, "column": dim, "metric": "test_accuracy",
-                     "mean": mean, "std": std, "n_runs": len(rs), "_records": rs})
-    return rows
-
-
-@aggregator("seqcls_attention")
-def seqcls_attention(records: list[dict]) -> list[dict]:
-    """linear_time Figure 3: average read-out attention per event index, learned vs true."""
-    groups = defaultdict(list)
-    for r in records:
-        groups[r["config"]["d_T"]].append(r)
-    rows = []
-    for dim, rs in sorted(groups.items()):
-        for label, key in (("Learned (linear)", "learned"), ("True", "true")):
-            curves = np.array([r["attention"][key] for r in rs])  # (runs, M)
-            for m in range(curves.shape[1]):
-                rows.append({"row_group": f"d_T={dim}", "row": label, "column": str(m + 1), "metric": "attention_score",
-                             "mean": float(curves[:, m].mean()), "std": float(curves[:, m].std()),
-                             "n_runs": len(rs), "_records": rs})
-    return rows
-
-
-@aggregator("statistics_rows")
-def statistics_rows(records: list[dict]) -> list[dict]:
-    """Dataset statistics: the rows one run computed, already in the published layout."""
-    rows = []
-    for r in records:
-        for row in r["rows"]:
-            rows.append({k: row[k] for k in ("row_group", "row", "column", "metric", "mean")}
-                        | {"std": 0.0, "n_runs": 1, "_records": [r]})
-    return rows
-
-
 def _data_label(records: list[dict]) -> str:
+    """The human-readable `data` cell (what the data was, in words); `data_kind` is the field to test."""
     labels = set()
     for r in records:
         d = r["provenance"].get("data", {})
-        if d.get("standin"):
+        if datakind.of_data(d) is datakind.DataKind.STANDIN:
             labels.add(d.get("label", "synthetic stand-in"))
         else:
             labels.add({"generated": "generated (paper's own synthetic task)"}.get(d.get("source"), d.get("source", "unknown")))
@@ -113,15 +67,13 @@ def provenance_summary(records: list[dict]) -> dict:
         "wall_time_s_total": round(sum(p.get("wall_time_s", 0.0) for p in prov), 1),
         "peak_memory_mb_max": max((p.get("peak_memory_mb", 0.0) for p in prov), default=0.0),
         "data": _data_label(records),
+        "data_kind": datakind.of_records(records),
         "run_ids": sorted(r["config"]["run_id"] for r in records),
     }
 
 
 def aggregate_paper(reg: Registry, paper: str, scale: str, results: Path | None = None) -> tuple[pd.DataFrame, dict]:
     """Aggregate the complete runs of every implemented artifact; missing runs are counted."""
-    from . import families
-
-    families.load()
     results = results or results_dir()
     frames, provenance = [], {}
     for art in reg.implemented(paper):
@@ -132,14 +84,11 @@ def aggregate_paper(reg: Registry, paper: str, scale: str, results: Path | None 
         provenance[art["id"]] = summary
         if not records:
             continue
-        if art["aggregate"] not in AGGREGATORS:
-            raise KeyError(f"{paper}/{art['id']}: no aggregator {art['aggregate']!r} is registered; is its module "
-                           "listed in timerepro.report.families.FAMILY_MODULES?")
-        rows = AGGREGATORS[art["aggregate"]](records)
+        rows = AGGREGATORS[art["aggregate"]](records)  # names were checked when params/ loaded
         for row in rows:
             rs = row.pop("_records")
             row.update({"paper": paper, "artifact": art["id"], "note": row.get("note", ""), "scale": scale,
-                        "data": _data_label(rs)})
+                        "data": _data_label(rs), "data_kind": datakind.of_records(rs)})
         frames.append(pd.DataFrame(rows))
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     return df[COLUMNS], provenance
@@ -166,5 +115,5 @@ def read(paper: str, results: Path | None = None) -> pd.DataFrame:
     path = aggregated_path(paper, results)
     if not path.is_file():
         return pd.DataFrame(columns=COLUMNS)
-    return pd.read_csv(path, dtype={c: str for c in ["paper", "artifact", "row_group", "row", "column", "metric", "note", "scale", "data"]},
+    return pd.read_csv(path, dtype={c: str for c in ["paper", "artifact", "row_group", "row", "column", "metric", "note", "scale", "data", "data_kind"]},
                        keep_default_na=False, na_values={"mean": [""], "std": [""]})

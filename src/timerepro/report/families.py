@@ -1,26 +1,63 @@
-"""Where each task family's aggregators, figure renderers and claim rules live.
+"""The modules whose aggregators, figure renderers and claim rules params/ may name.
 
-A family module registers its functions with the decorators `aggregate.aggregator`,
-`figures.renderer` and `claims.rule`; listing it here is all it takes for params/ to use them.
+A module marks its functions with the decorators `aggregate.aggregator`, `figures.renderer` and
+`claims.rule`; listing it (or its package: every module in it) here is all it takes for params/ to
+use its names. `load()` adds the marked functions to the three catalogs, explicitly and once per
+name (a name marked twice is refused); `declared()` reads the same names from the modules' source
+without importing them, so `timerepro validate` checks every name params/ uses before anything runs.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import pkgutil
+
+from timerepro.catalog import DuplicateName, decorated_names
 
 FAMILY_MODULES: tuple[str, ...] = (
-    "timerepro.report.aggregate",
-    "timerepro.report.figures",
-    "timerepro.report.claims",
-    "timerepro.report.link_prediction",
-    "timerepro.report.forecasting",
-    "timerepro.report.tpp",
+    "timerepro.report.dataset_statistics",
+    "timerepro.report.linear_time",
+    "timerepro.report.hawkes_attention",
     "timerepro.report.swinit",
     "timerepro.report.time2vec",
 )
 
+# decorator name -> what it registers (the catalogs' kinds)
+DECORATORS = {"aggregator": "aggregator", "renderer": "figure renderer", "rule": "claim rule"}
+
+
+def modules(names: tuple[str, ...] | None = None) -> list[str]:
+    """The listed modules, a package expanded into its modules (sorted), found without importing them."""
+    out = []
+    for name in FAMILY_MODULES if names is None else names:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            raise ModuleNotFoundError(f"timerepro.report.families lists {name!r}, which does not exist")
+        out.append(name)
+        if spec.submodule_search_locations:
+            out += sorted(f"{name}.{m.name}" for m in pkgutil.iter_modules(spec.submodule_search_locations))
+    return out
+
+
+def declared(names: tuple[str, ...] | None = None) -> dict[str, dict[str, str]]:
+    """kind -> {name: module} of every function the listed modules mark, read from their source.
+    DuplicateName when two functions mark the same name."""
+    out: dict[str, dict[str, str]] = {kind: {} for kind in DECORATORS.values()}
+    for module in modules(names):
+        for kind, found in decorated_names(module, DECORATORS).items():
+            for name in found:
+                if name in out[kind]:
+                    raise DuplicateName(f"{kind} {name!r} is registered twice: in {out[kind][name]} and in {module}")
+                out[kind][name] = module
+    return out
+
 
 def load() -> None:
-    """Import every family module once, filling the three registries."""
-    for name in FAMILY_MODULES:
-        importlib.import_module(name)
+    """Import every listed module and add its marked functions to the aggregator, renderer and rule catalogs."""
+    from . import aggregate, claims, figures
+
+    for module in modules():
+        imported = importlib.import_module(module)
+        for catalog in (aggregate.AGGREGATORS, figures.RENDERERS, claims.RULES):
+            catalog.add_marked(imported)

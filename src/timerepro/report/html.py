@@ -7,6 +7,7 @@ import datetime as dt
 import html
 from pathlib import Path
 
+from timerepro import datakind
 from timerepro.io import atomic_write_text, read_json
 from timerepro.paths import results_dir
 from timerepro.registry import PAPERS, Registry
@@ -45,7 +46,7 @@ def _status(art: dict, prov: dict | None) -> tuple[str, str]:
         return "planned", "implemented: no completed runs at this scale"
     if prov["n_runs"] < prov.get("n_expected", 0):
         return "partial", f"partially regenerated ({prov['n_runs']} of {prov['n_expected']} runs)"
-    if "stand-in" in prov.get("data", ""):
+    if datakind.proves_pipeline_only(prov.get("data_kind", "")):
         return "regenerated", "regenerated on synthetic stand-ins, not the real data"
     return "regenerated", "regenerated"
 

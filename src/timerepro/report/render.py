@@ -9,11 +9,10 @@ from timerepro.io import atomic_write_json, atomic_write_text
 from timerepro.paths import results_dir
 from timerepro.registry import Registry
 
-from . import aggregate, families, figures, published, tables
+from . import aggregate, figures, published, tables
 
 
 def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = None) -> dict:
-    families.load()
     results = results or results_dir()
     reproduced = aggregate.read(paper, results)
     manifest = {"paper": paper, "scale": scale, "artifacts": {}}
@@ -25,8 +24,9 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
         rep = reproduced[reproduced["artifact"] == aid]
         pub = published.load(paper, aid)
         if art["status"] == "implemented" and not rep.empty:
-            meta = {"scale": scale, "data": "; ".join(sorted(set(rep["data"])))}
-            if art["kind"] == "figure" and art.get("render") in figures.RENDERERS:
+            meta = {"scale": scale, "data": "; ".join(sorted(set(rep["data"]))),
+                    "data_kind": "; ".join(sorted(set(rep["data_kind"])))}
+            if art["kind"] == "figure" and art.get("render"):  # the name was checked when params/ loaded
                 fig = figures.RENDERERS[art["render"]](rep, meta)
                 paths = figures.save(fig, results / "figures" / paper / aid)
                 entry["figures"] = [str(p.relative_to(results)) for p in paths]

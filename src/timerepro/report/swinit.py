@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import published
-from .aggregate import TIME_PER_EPOCH, _stat, aggregator
+from .aggregate import TIME_PER_EPOCH, aggregator, mean_std
 from .claims import FAILS, HOLDS, PENDING, rule
 from .tables import NOT_YET
 
@@ -62,7 +62,7 @@ def select_lr(records: list[dict], key) -> dict[tuple, list[dict]]:
 
 
 def _row(group: str, row: str, column: str, metric: str, values: list[float], rs: list[dict], note: str = "") -> dict:
-    mean, std = _stat(values)
+    mean, std = mean_std(values)
     return {"row_group": group, "row": row, "column": column, "metric": metric, "mean": mean, "std": std,
             "n_runs": len(values), "_records": rs, "note": note}
 

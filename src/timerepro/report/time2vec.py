@@ -15,9 +15,9 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from .aggregate import aggregator
+from .aggregate import aggregator, mean_std
 from .claims import FAILS, HOLDS, PENDING, rule
-from .figures import _stamp, _style, renderer
+from .figures import renderer, stamp, style
 
 import matplotlib  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402  (figures configured the Agg backend)
@@ -53,11 +53,6 @@ def main_sine(record: dict) -> dict:
     order = np.argsort(-a, kind="stable")
     return {"frequency": float(w[order[0]]), "phase": float(phi[order[0]]), "second": float(w[order[1]]),
             "fundamental": 2 * math.pi / (7 * scale), "test_accuracy": record["metrics"]["test_accuracy"]}
-
-
-def _stat(values) -> tuple[float, float]:
-    arr = np.asarray(values, float)
-    return float(arr.mean()), float(arr.std()) if len(arr) > 1 else 0.0
 
 
 def circular_stat(angles) -> tuple[float, float]:
@@ -113,7 +108,7 @@ def t2v_synthetic(records: list[dict]) -> list[dict]:
         for column, metric, values, recs, note_ in summary:
             if not values or not recs:
                 continue
-            mean, std = circular_stat(values) if metric == "learned_phase_shift" else _stat(values)
+            mean, std = circular_stat(values) if metric == "learned_phase_shift" else mean_std(values)
             rows.append({"row_group": group, "row": "Time2Vec learned", "column": column, "metric": metric,
                          "mean": mean, "std": std, "n_runs": len(recs), "note": note_, "_records": recs})
     return rows
@@ -147,7 +142,7 @@ def t2v_preactivation(df: pd.DataFrame, meta: dict) -> plt.Figure:
     fig, axes = plt.subplots(1, max(1, len(groups)), figsize=(6 * max(1, len(groups)), 3.4), squeeze=False,
                              constrained_layout=True)
     for ax, group in zip(axes[0], groups):
-        _style(ax)
+        style(ax)
         sub = df[df["row_group"] == group]
         pre = sub[sub["metric"] == "pre_activation"].assign(d=lambda x: x["column"].astype(int)).sort_values("d")
         lab = sub[sub["metric"] == "label"].assign(d=lambda x: x["column"].astype(int)).sort_values("d")
@@ -165,7 +160,7 @@ def t2v_preactivation(df: pd.DataFrame, meta: dict) -> plt.Figure:
         ax.legend(fontsize=7, frameon=False, loc="lower left")
     axes[0][0].set_ylabel("pre-activation a . t2v(tau) + b")
     fig.suptitle("Synthetic task: learned function before the sigmoid over the test days", fontsize=11)
-    _stamp(fig, meta)
+    stamp(fig, meta)
     return fig
 
 
@@ -175,7 +170,7 @@ def t2v_sine_weights_figure(df: pd.DataFrame, meta: dict) -> plt.Figure:
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharex=True, constrained_layout=True)
     runs = sorted(set(df["row"]))
     for ax, stage in zip(axes, ("initial", "learned")):
-        _style(ax)
+        style(ax)
         sub = df[df["row_group"] == stage]
         w = sub[sub["metric"] == "sine_frequency"].set_index(["row", "column"])["mean"]
         a = sub[sub["metric"] == "output_weight"].set_index(["row", "column"])["mean"]
@@ -187,7 +182,7 @@ def t2v_sine_weights_figure(df: pd.DataFrame, meta: dict) -> plt.Figure:
         ax.legend(fontsize=7, frameon=False)
     axes[0].set_ylabel("output-layer weight")
     fig.suptitle("Synthetic task: sine weights against frequencies before and after training", fontsize=11)
-    _stamp(fig, meta)
+    stamp(fig, meta)
     return fig
 
 
@@ -395,7 +390,7 @@ PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
 
 
 def _curve_panel(ax, sub: pd.DataFrame, metric: str) -> None:
-    _style(ax)
+    style(ax)
     cur = sub[(sub["metric"] == metric) & sub["column"].str.startswith("epoch ")]
     for i, (row, g) in enumerate(cur.groupby("row", sort=True)):
         g = g.assign(e=g["column"].str.split().str[1].astype(int)).sort_values("e")
@@ -436,7 +431,7 @@ def t2v_curves_figure(df: pd.DataFrame, meta: dict) -> plt.Figure:
         ax.set_title(f"{group}: {metric}\n{_data_note(sub)}{_unobtainable(group)}", fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    _stamp(fig, meta)
+    stamp(fig, meta)
     return fig
 
 
@@ -452,14 +447,14 @@ def t2v_ablations_figure(df: pd.DataFrame, meta: dict) -> plt.Figure:
         elif metric:
             _curve_panel(ax, sub, metric)
         else:
-            _style(ax)
+            style(ax)
             h = sub[sub["metric"] == "frequency_count"]
             ax.bar(range(len(h)), h["mean"], yerr=h["std"], color="#0072B2", alpha=0.8, capsize=2)
             ax.set_xticks(range(len(h)), h["column"], rotation=60, fontsize=7)
             ax.set_xlabel("|learned frequency| (bin centre)")
             ax.set_ylabel(f"sines per model (n={int(h['n_runs'].min())} models)")
         ax.set_title(f"{group}\n{_data_note(sub)}{_unobtainable(group)}", fontsize=7)
-    _stamp(fig, meta)
+    stamp(fig, meta)
     return fig
 
 

@@ -4,6 +4,7 @@ Table 1): prepare each dataset (real, or the scale's labelled stand-in), compute
 from __future__ import annotations
 
 from timerepro.data import ctdg, stats, tpp
+from timerepro.datakind import DataKind
 from timerepro.data.prepare import prepare
 
 # statistic -> (function, loader, whether it takes one dataset or a mapping of them)
@@ -13,6 +14,14 @@ STATISTICS = {
     "dyg_mamba_table6": (stats.dyg_mamba_table6, ctdg.load_processed, "many"),
     "hawkes_attention_table1": (stats.hawkes_attention_table1, tpp.load_processed, "many"),
 }
+
+
+def _kind(standin: str | None, manifests: dict[str, dict]) -> DataKind:
+    """One kind for the run: stand-in, else a package copy if any dataset is one (the weaker claim), else real."""
+    if standin:
+        return DataKind.STANDIN
+    copies = any(m.get("kind") == DataKind.PACKAGE_COPY.value for m in manifests.values())
+    return DataKind.PACKAGE_COPY if copies else DataKind.REAL
 
 
 def run(config: dict, ctx) -> dict:
@@ -29,6 +38,7 @@ def run(config: dict, ctx) -> dict:
     return {
         "metrics": {"n_rows": len(rows)},
         "data": {
+            "kind": _kind(standin, manifests).value,
             "source": "standin" if standin else "real",
             "standin": bool(standin),
             "label": f"synthetic stand-ins ({standin} size), not the real data" if standin else "real data",

@@ -23,6 +23,7 @@ from timerepro.data import series
 from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
 from timerepro.models.forecast.hawkes_ts import HawkesTS
+from timerepro.models.registry import TaskModels
 from timerepro.train import fit
 
 MODEL_KEYS = ("d_model", "n_heads", "e_layers", "d_ff", "phi_width", "phi_depth", "dropout", "tokens", "kernel",
@@ -34,7 +35,7 @@ def build_hawkes_ts(config: dict, n_vars: int) -> HawkesTS:
                     **{k: config[k] for k in MODEL_KEYS if k in config})
 
 
-MODELS = {"hawkes_ts": build_hawkes_ts}
+MODELS = TaskModels("forecasting")  # name -> builder `build(config, n_vars)`, as params/models.yaml maps them
 
 
 def windows(values: np.ndarray, seq_len: int, pred_len: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,14 +86,13 @@ def load(config: dict) -> tuple[series.SeriesData, dict]:
 def run(config: dict, ctx) -> dict:
     seed, batch = int(config["seed"]), int(config["batch_size"])
     seq_len, pred_len = int(config["seq_len"]), int(config["pred_len"])
-    if config["model"] not in MODELS:
-        raise KeyError(f"unknown forecasting model {config['model']!r}; known: {sorted(MODELS)}")
+    builder = MODELS[config["model"]]  # unknown names are refused here, before any data is read
     data, info = load(config)
     parts = series.split(data, seq_len=seq_len)
     (xtr, ytr), (xva, yva), (xte, yte) = (windows(getattr(parts, s), seq_len, pred_len)
                                           for s in ("train", "val", "test"))
     n_windows = {"train": len(xtr), "val": len(xva), "test": len(xte)}
-    cap_eval = config.get("max_eval_windows")
+    cap_eval = config["max_eval_windows"]
     if cap_eval:  # below paper scale only: at most cap_eval evenly spaced windows of val and test
         (xva, yva), (xte, yte) = (evenly_spaced(x, y, int(cap_eval)) for x, y in ((xva, yva), (xte, yte)))
     if min(len(xtr), len(xva), len(xte)) == 0:
@@ -101,14 +101,14 @@ def run(config: dict, ctx) -> dict:
 
     torch.manual_seed(seed)
     device = torch.device(ctx.device)
-    model = MODELS[config["model"]](config, data.values.shape[1]).to(device)
+    model = builder(config, data.values.shape[1]).to(device)
     lr0 = float(config["lr"])
     opt = torch.optim.Adam(model.parameters(), lr=lr0)
-    cap = config.get("max_train_windows")
+    cap = config["max_train_windows"]
 
     def train_epoch(epoch: int) -> dict:
         model.train()
-        lr = lr0 * 0.5 ** epoch if config.get("lradj", "type1") == "type1" else lr0  # iTransformer's type1
+        lr = lr0 * 0.5 ** epoch if config["lradj"] == "type1" else lr0  # iTransformer's type1
         for group in opt.param_groups:
             group["lr"] = lr
         # the order of epoch e comes from a stream seeded by (seed, e): a resumed run sees the same batches

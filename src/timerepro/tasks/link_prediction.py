@@ -17,7 +17,8 @@
   and what the backbone reports about itself (`extra_metrics()`, optional).
 
 Metric names: `{val|test}_{transductive|inductive}_{negatives}_{ap|auc|ap_whole|auc_whole}`.
-A backbone is one entry of MODELS: `builder(config, data, split, train_graph) -> module` with
+A backbone is a model of params/models.yaml serving link_prediction (MODELS, a view of that file), whose
+builder `build(config, data, split, train_graph) -> module` returns a module with
 `pair_embeddings(src, dst, times) -> (h_src, h_dst)`, `set_graph(neighbors, rng)` and `out_dim`.
 A backbone with a state that evolves with the stream (TGN's memory) also has the optional hooks the
 task calls when present (`_hook`), as DyGLib drives its memory bank:
@@ -33,7 +34,6 @@ that state.
 from __future__ import annotations
 
 import resource
-from typing import Callable
 
 import numpy as np
 import torch
@@ -52,8 +52,8 @@ from timerepro.models.graph.attention_record import RECORDABLE, attention_record
 from timerepro.models.graph.cawn import CAWN, walks_as_array
 from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
-from timerepro.models.graph.swinit import build as build_swinit
 from timerepro.models.graph.tgn import TGN
+from timerepro.models.registry import TaskModels
 from timerepro.train import fit
 
 # DyGLib's seeds of the neighbour samplers' streams (uniform sampling), reset at every set_graph
@@ -113,12 +113,12 @@ def _statistic(config: dict) -> tuple[str, np.random.RandomState | None]:
     return statistic, np.random.RandomState(int(config["seed"])) if uniform else None
 
 
-# ------------------------------------------------------------------ model registry
+# ------------------------------------------------------------------ builders (params/models.yaml `module:`)
 
 def build_tgat(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGAT:
     """TGAT; statistics of what the encoder reads on the training split (t - t_k, or recency indices 1..k)."""
     k = int(config["num_neighbors"])
-    time_input = config.get("time_input", "time")
+    time_input = config.get("time_input", "time")  # only Table 6's position runs set it (not a TGAT default: run ids)
     if time_input == "position":
         ranks = np.arange(1, k + 1, dtype=np.float64)  # every full neighbourhood holds indices 1..k once
         mean, std = float(ranks.mean()), float(ranks.std())
@@ -127,7 +127,7 @@ def build_tgat(config: dict, data: CTDGData, split: LinkSplit, train_graph: Temp
     return TGAT(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
                 time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
                 num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
-                sampling=config.get("neighbor_sampling", "recent"), time_input=time_input,
+                sampling=config["neighbor_sampling"], time_input=time_input,
                 encoder_options=config.get("encoder_options"))
 
 
@@ -156,7 +156,7 @@ def build_tgn(config: dict, data: CTDGData, split: LinkSplit, train_graph: Tempo
     return TGN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
                time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
                num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
-               sampling=config.get("neighbor_sampling", "recent"), encoder_options=config.get("encoder_options"))
+               sampling=config["neighbor_sampling"], encoder_options=config.get("encoder_options"))
 
 
 def build_cawn(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> CAWN:
@@ -164,8 +164,8 @@ def build_cawn(config: dict, data: CTDGData, split: LinkSplit, train_graph: Temp
     interactions (the first hop of the walks)."""
     config = with_dataset_defaults(config)
     k = int(config["num_neighbors"])
-    sampling = config.get("neighbor_sampling", "time_interval_aware")
-    scaling = float(config.get("time_scaling_factor", 1e-6))
+    sampling = config["neighbor_sampling"]
+    scaling = float(config["time_scaling_factor"])
     if _statistic(config)[0] == "per_query_mean":
         src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
         mean, std = walk_time_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k,
@@ -179,16 +179,7 @@ def build_cawn(config: dict, data: CTDGData, split: LinkSplit, train_graph: Temp
                 encoder_options=config.get("encoder_options"))
 
 
-MODELS: dict[str, Callable[[dict, CTDGData, LinkSplit, TemporalNeighbors], nn.Module]] = {
-    "tgat": build_tgat,
-    "tgn": build_tgn,
-    "cawn": build_cawn,
-    "dygformer": build_dygformer,
-    "dygformer_separate": build_dygformer,
-    "dygdecoder": build_dygformer,
-    "swinit_mlp": build_swinit,
-    "swinit_gru": build_swinit,
-}
+MODELS = TaskModels("link_prediction")  # name -> builder, as params/models.yaml maps them
 
 
 class LinkPredictionModel(nn.Module):
@@ -291,15 +282,14 @@ def run(config: dict, ctx) -> dict:
     seed = int(config["seed"])
     batch_size = int(config["batch_size"])
     eval_negatives = list(config["eval_negatives"])
-    monitor_negatives = config.get("monitor_negatives", "random")
-    monitor = config.get("monitor_metric", "ap")
+    monitor_negatives = config["monitor_negatives"]
+    monitor = config["monitor_metric"]
     for s in eval_negatives + [monitor_negatives]:
         if s not in STRATEGIES:
             raise ValueError(f"unknown negative sampling strategy {s!r}; known: {STRATEGIES}")
     if monitor not in MONITOR_MODE:
         raise ValueError(f"unknown monitor_metric {monitor!r}; known: {sorted(MONITOR_MODE)}")
-    if config["model"] not in MODELS:
-        raise KeyError(f"unknown link-prediction model {config['model']!r}; known: {sorted(MODELS)}")
+    builder = MODELS[config["model"]]  # unknown names are refused here, before any data is read
     monitor_part = MONITOR_PARTS.get(config.get("monitor_setting", "transductive"))
     if monitor_part is None:
         raise ValueError(f"unknown monitor_setting {config['monitor_setting']!r}; known: {sorted(MONITOR_PARTS)}")
@@ -314,7 +304,7 @@ def run(config: dict, ctx) -> dict:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(seed)
-    model = LinkPredictionModel(MODELS[config["model"]](config, data, split, train_graph)).to(device)
+    model = LinkPredictionModel(builder(config, data, split, train_graph)).to(device)
     opt = make_optimizer(config, model.parameters())
     negatives = train_sampler(data, split, seed=seed)
     monitor_samplers = dyglib_eval_samplers(data, split, monitor_negatives)
@@ -368,7 +358,7 @@ def run(config: dict, ctx) -> dict:
             for key in ("ap", "auc", "ap_whole", "auc_whole"):
                 metrics[f"{prefix}_{strategy}_{key}"] = m[key]
 
-    if int(config.get("record_attention", 0)) > 0 and config["model"] in RECORDABLE:
+    if int(config.get("record_attention", 0)) > 0 and config["model"] in RECORDABLE:  # 0: not a task default (run ids)
         _record_attention(model, data, split, full_graph, int(config["record_attention"]), seed, ctx)
 
     epoch_times = [row["epoch_time_s"] for row in result.history]

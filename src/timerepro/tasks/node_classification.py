@@ -73,11 +73,10 @@ def backbone_config(config: dict) -> dict:
 def _rebuild(lp_config: dict, data: CTDGData) -> lp.LinkPredictionModel:
     """An untrained link-prediction model built exactly as `link_prediction.run` builds it (same split,
     hence the same time-difference statistics, which are attributes and not in the state dict)."""
-    if lp_config["model"] not in lp.MODELS:
-        raise KeyError(f"unknown link-prediction model {lp_config['model']!r}; known: {sorted(lp.MODELS)}")
+    builder = lp.MODELS[lp_config["model"]]  # refuses a name params/models.yaml does not give link_prediction
     split = link_prediction_split(data)
     train_graph = TemporalNeighbors.from_data(data, split.train)
-    return lp.LinkPredictionModel(lp.MODELS[lp_config["model"]](lp_config, data, split, train_graph))
+    return lp.LinkPredictionModel(builder(lp_config, data, split, train_graph))
 
 
 def train_backbone(config: dict, ctx, data: CTDGData) -> tuple[lp.LinkPredictionModel, dict]:
@@ -197,7 +196,7 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
 
     torch.manual_seed(int(config["seed"]))  # the head's initialisation does not depend on the backbone's path
     # DyGLib's head uses the backbone's dropout (per dataset for DyGFormer: dataset_defaults)
-    head = MLPClassifier(_classification_dim(model.backbone), float(lp.with_dataset_defaults(config).get("dropout", 0.1)))
+    head = MLPClassifier(_classification_dim(model.backbone), float(lp.with_dataset_defaults(config)["dropout"]))
     opt = lp.make_optimizer(config, head.parameters())
     y_train = torch.as_tensor(labels["train"], dtype=torch.float32)
 

@@ -1,33 +1,61 @@
-"""Task families by name. Each entry is 'module:function' and is imported only when used, so
-listing runs or validating params never imports a model library."""
+"""Task families by name: params/tasks.yaml's `module: package.module:function` is the only map from a
+task name to its code. A task is imported only when used, so listing runs or validating params never
+imports a model library.
+
+A task function is `run(config: dict, ctx: runs.RunContext) -> dict` with "metrics" (written to
+metrics.json), "data" (what the run read, with its `kind`: `timerepro.datakind`) and optional
+"resumed_from_epoch". A task that trains the seeds of one configuration together also defines
+`run_group(configs, ctxs, finish)` in the same module.
+"""
 
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
 
-TASKS: dict[str, str] = {
-    "sequence_classification": "timerepro.tasks.sequence_classification:run",
-    "dataset_statistics": "timerepro.tasks.dataset_statistics:run",
-    "link_prediction": "timerepro.tasks.link_prediction:run",
-    "temporal_point_process": "timerepro.tasks.temporal_point_process:run",
-    "forecasting": "timerepro.tasks.forecasting:run",
-    "node_classification": "timerepro.tasks.node_classification:run",
-    "periodic_classification": "timerepro.tasks.periodic_classification:run",
-    "event_classification": "timerepro.tasks.event_classification:run",
-    "next_item": "timerepro.tasks.next_item:run",
-}
+from timerepro.catalog import UnknownName, resolve, split_target
+from timerepro.paths import params_dir
+from timerepro.schema import load_yaml
+
+SHARED = "shared_parameters"  # the block of params/tasks.yaml that is not a task
+
+
+@lru_cache(maxsize=8)
+def _targets(path: str, mtime: float) -> dict[str, str]:
+    doc = load_yaml(Path(path)) or {}
+    return {name: spec["module"] for name, spec in doc.items() if name != SHARED}
+
+
+class _TaskTargets(Mapping[str, str]):
+    """task name -> 'package.module:function', read from params/tasks.yaml (of TIMEREPRO_ROOT)."""
+
+    def _table(self) -> dict[str, str]:
+        path = params_dir() / "tasks.yaml"
+        return _targets(str(path), path.stat().st_mtime if path.is_file() else 0.0)
+
+    def __getitem__(self, name: str) -> str:
+        table = self._table()
+        if name not in table:
+            raise UnknownName(f"unknown task {name!r}; known: {sorted(table)} (params/tasks.yaml)")
+        return table[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+TASKS: Mapping[str, str] = _TaskTargets()
 
 
 def get_task(name: str) -> Callable[[dict, object], dict]:
-    if name not in TASKS:
-        raise KeyError(f"unknown task {name!r}; known: {sorted(TASKS)}")
-    module, func = TASKS[name].split(":")
-    return getattr(importlib.import_module(module), func)
+    return resolve(TASKS[name])
 
 
 def get_group_runner(name: str) -> Callable | None:
     """The task's `run_group(configs, ctxs, finish)` if it trains several seeds at once, else None."""
-    get_task(name)
-    module = TASKS[name].split(":")[0]
+    module, _ = split_target(TASKS[name])
     return getattr(importlib.import_module(module), "run_group", None)

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from timerepro.data import synthetic_events
+from timerepro.datakind import DataKind
+from timerepro.models.registry import TaskModels
 from timerepro.models.seq.transformer import SyntheticSequenceClassifier
 from timerepro import ensemble
 
@@ -43,6 +45,17 @@ def evaluate(model, dt, x, y, batch_size: int = 1024) -> dict:
     }
 
 
+def build_synthetic_transformer(config: dict, time_mean: float, time_std: float) -> SyntheticSequenceClassifier:
+    """linear_time 3.2's classifier (params/models.yaml `synthetic_transformer`); the statistics standardize the
+    time differences for the linear and cosine_scale encoders."""
+    return SyntheticSequenceClassifier(encoder=config["encoder"], d_time=config["d_T"], layers=config["layers"],
+                                       attention=config["attention"], dropout=config["dropout"],
+                                       time_mean=time_mean, time_std=time_std)
+
+
+MODELS = TaskModels("sequence_classification")  # name -> builder `build(config, time_mean, time_std)`
+
+
 def _setup(config: dict, ctx) -> ensemble.Member:
     """Data, initial weights and generators of one run (everything seeded by the run's seed)."""
     data_cfg = config["data"]
@@ -59,15 +72,7 @@ def _setup(config: dict, ctx) -> ensemble.Member:
     # Standardization statistics of the observed time differences, from the training split only.
     mean, std = float(train.dt.mean()), float(train.dt.std())
     torch.manual_seed(config["seed"])
-    model = SyntheticSequenceClassifier(
-        encoder=config["encoder"],
-        d_time=config["d_T"],
-        layers=config["layers"],
-        attention=config["attention"],
-        dropout=config["dropout"],
-        time_mean=mean,
-        time_std=std,
-    )
+    model = MODELS[config["model"]](config, mean, std)
     generators = {
         "order": torch.Generator().manual_seed(config["seed"]),
         "dropout": torch.Generator().manual_seed(int(np.random.SeedSequence([config["seed"], 1]).generate_state(1)[0])),
@@ -175,6 +180,7 @@ def _outcome(config: dict, m: ensemble.Member, model) -> dict:
             "label_balance_test": float(test.y.mean()),
         },
         "data": {
+            "kind": DataKind.SYNTHETIC_TASK.value,
             "source": "generated",
             "standin": False,
             "generator": "linear_time Eq. 2",

@@ -1,5 +1,9 @@
-"""Marked temporal point processes, EasyTPP's protocol (hawkes_attention Tables 2-5, Figure 2), for any model of
-`timerepro.models.tpp.registry`:
+"""Marked temporal point processes, EasyTPP's protocol (hawkes_attention Tables 2-5, Figure 2), for any model that
+params/models.yaml gives this task (`timerepro.models.registry`). Its builder is `build(config, num_event_types)
+-> nn.Module`: `config` is the resolved run config (the model's defaults merged in), and the module meets the
+protocol of `timerepro.tpp.likelihood`: `encode(time_seqs, type_seqs[, attention_mask]) -> hidden [B, L, D]` and
+`intensities_at(times_since_last [B, L, S], hidden [B, L, D]) -> [B, L, S, K]`, padding id = num_event_types
+(EasyTPP). A model may define `optimizer_param_groups(weight_decay)` for its own Adam groups (`param_groups`).
 
 * data: `prepare(dataset, standin=...)`, EasyTPP's train/dev/test splits (optionally the first
   `train_sequences` training and `test_sequences` test sequences, labelled cuts of the offline scale);
@@ -20,7 +24,7 @@ import torch
 from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
 from timerepro.data.tpp import EventSequences, TPPData, load_processed
-from timerepro.models.tpp.registry import build_model
+from timerepro.models.registry import build
 from timerepro.tpp import ThinningConfig, evaluate, train_epoch
 from timerepro.train import fit
 
@@ -39,8 +43,8 @@ def head(seqs: EventSequences, n: int | None) -> EventSequences:
 def param_groups(model: torch.nn.Module, config: dict) -> list[dict]:
     """Adam parameter groups: a model's own (Hawkes Attention: decay on the kernel MLPs only) or one group."""
     if hasattr(model, "optimizer_param_groups"):
-        return model.optimizer_param_groups(float(config.get("phi_weight_decay", 0.0)))
-    return [{"params": list(model.parameters()), "weight_decay": float(config.get("weight_decay", 0.0))}]
+        return model.optimizer_param_groups(float(config["phi_weight_decay"]))  # hawkes_attention's default: models.yaml
+    return [{"params": list(model.parameters()), "weight_decay": float(config.get("weight_decay", 0.0))}]  # no YAML default
 
 
 def observed_dt_quantile(seqs: EventSequences, q: float = 0.99) -> float:
@@ -96,14 +100,14 @@ def run(config: dict, ctx) -> dict:
     seed = int(config["seed"])
     data, info = _load(config)
     K = data.dim_process
-    train = head(data.splits["train"], config.get("train_sequences"))
-    dev, test = data.splits["dev"], head(data.splits["test"], config.get("test_sequences"))
+    train = head(data.splits["train"], config["train_sequences"])
+    dev, test = data.splits["dev"], head(data.splits["test"], config["test_sequences"])
     batch = int(config["batch_size"])
     n_int = int(config["loss_integral_num_sample_per_step"])
 
     device = torch.device(ctx.device)
     torch.manual_seed(seed)
-    model = build_model(config["model"], builder_config(config, train), K).to(device)
+    model = build("temporal_point_process", config["model"], builder_config(config, train), K).to(device)
     opt = torch.optim.Adam(param_groups(model, config), lr=float(config["lr"]))
     gen = torch.Generator().manual_seed(seed)
 

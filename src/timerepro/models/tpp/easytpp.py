@@ -38,7 +38,11 @@ from timerepro.tpp.likelihood import EPS, LogLikelihood, integral_ratios
 # registry name -> EasyTPP class name
 EASYTPP_MODELS = {"rmtpp": "RMTPP", "nhp": "NHP", "sahp": "SAHP", "thp": "THP", "attnhp": "AttNHP",
                   "odetpp": "ODETPP", "fullynn": "FullyNN", "intensity_free": "IntensityFree"}
-THINNING_DEFAULTS = {"num_sample": 1, "num_exp": 500, "over_sample_rate": 5, "num_samples_boundary": 5, "dtime_max": 5}
+# options only some classes read (EasyTPP's model_specs, FullyNN's rnn_type): key -> cast; the values come from
+# the model's defaults in params/models.yaml (the thinning settings and the integral grid: the task's defaults)
+CLASS_OPTIONS = {"ODETPP": {"ode_num_sample_per_step": int},
+                 "FullyNN": {"num_mlp_layers": int, "proper_marked_intensities": bool},
+                 "IntensityFree": {"num_mix_components": int}}
 
 
 def time_deltas(time_seqs: torch.Tensor, type_seqs: torch.Tensor, pad_token_id: int) -> torch.Tensor:
@@ -65,24 +69,23 @@ def model_config(class_name: str, config: dict, num_event_types: int):
     """EasyTPP's ModelConfig from a resolved run config (Table 6 values in d_model, time_emb_size, ...)."""
     from easy_tpp.config_factory import ModelConfig
 
-    specs = {"RMTPP": {}, "NHP": {}, "SAHP": {}, "THP": {}, "AttNHP": {},
-             "ODETPP": {"ode_num_sample_per_step": int(config.get("ode_num_sample_per_step", 2))},
-             "FullyNN": {"num_mlp_layers": int(config.get("num_mlp_layers", 3)),
-                         "proper_marked_intensities": bool(config.get("proper_marked_intensities", True))},
-             "IntensityFree": {"num_mix_components": int(config.get("num_mix_components", 3))}}[class_name]
-    heads = config.get("num_heads")
+    from timerepro.tasks.temporal_point_process import THINNING_KEYS
+
+    specs = {key: cast(config[key]) for key, cast in CLASS_OPTIONS.get(class_name, {}).items()}
+    heads = config["num_heads"]
     cfg = ModelConfig(
-        model_id=class_name, hidden_size=int(config["d_model"]), time_emb_size=int(config.get("time_emb_size", 16)),
-        num_layers=int(config.get("num_layers", 2)), num_heads=int(heads) if heads else 2,  # NA: unused by the model
-        dropout_rate=float(config.get("dropout", 0.0)), use_ln=bool(config.get("use_ln", False)),
-        rnn_type=str(config.get("rnn_type", "LSTM")), use_mc_samples=True,
-        loss_integral_num_sample_per_step=int(config.get("loss_integral_num_sample_per_step", 20)),
-        thinning={k: config.get(k, v) for k, v in THINNING_DEFAULTS.items()},
+        model_id=class_name, hidden_size=int(config["d_model"]), time_emb_size=int(config["time_emb_size"]),
+        num_layers=int(config["num_layers"]), num_heads=int(heads) if heads else 2,  # NA: unused by the model
+        dropout_rate=float(config["dropout"]), use_ln=bool(config["use_ln"]),
+        **({"rnn_type": str(config["rnn_type"])} if class_name == "FullyNN" else {}), use_mc_samples=True,
+        loss_integral_num_sample_per_step=int(config["loss_integral_num_sample_per_step"]),
+        thinning={k: config[k] for k in THINNING_KEYS},
         num_event_types=num_event_types, num_event_types_pad=num_event_types + 1, event_pad_index=num_event_types,
         gpu=-1, model_specs=specs)
-    mean, std = config.get("mean_log_inter_time"), config.get("std_log_inter_time")
-    cfg.set("mean_log_inter_time", 0.0 if mean is None else float(mean))  # EasyTPP's runner sets these from train
-    cfg.set("std_log_inter_time", 1.0 if std is None else float(std))
+    if class_name == "IntensityFree":  # EasyTPP's runner sets these from the training split; null: 0 and 1
+        mean, std = config["mean_log_inter_time"], config["std_log_inter_time"]
+        cfg.set("mean_log_inter_time", 0.0 if mean is None else float(mean))
+        cfg.set("std_log_inter_time", 1.0 if std is None else float(std))
     return cfg
 
 
@@ -289,33 +292,6 @@ def build(class_name: str, config: dict, num_event_types: int) -> EasyTPPModel:
     return ADAPTERS[class_name](getattr(etm, class_name)(model_config(class_name, config, num_event_types)))
 
 
-def rmtpp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("RMTPP", config, num_event_types)
-
-
-def nhp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("NHP", config, num_event_types)
-
-
-def sahp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("SAHP", config, num_event_types)
-
-
-def thp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("THP", config, num_event_types)
-
-
-def attnhp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("AttNHP", config, num_event_types)
-
-
-def odetpp(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("ODETPP", config, num_event_types)
-
-
-def fullynn(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("FullyNN", config, num_event_types)
-
-
-def intensity_free(config: dict, num_event_types: int) -> EasyTPPModel:
-    return build("IntensityFree", config, num_event_types)
+def build_baseline(config: dict, num_event_types: int) -> EasyTPPModel:
+    """The builder params/models.yaml names for every EasyTPP baseline: the class of `config["model"]`."""
+    return build(EASYTPP_MODELS[config["model"]], config, num_event_types)

@@ -1,5 +1,5 @@
 """hawkes_attention's temporal-point-process artifacts: aggregators (Tables 2-8, Figure 2), the kernel-curve
-renderer (Figure 2) and the claim rules of Tables 2-5 and Figure 2.
+renderer (Figure 2) and the claim rules of Tables 2-5 and Figure 2 (c01-c06, c10).
 
 Row keys follow params/published/published_values.csv exactly (including the paper's printed "IFTTP" in
 Tables 2-3 and "RMTTP" in Table 6), so the report puts each published number beside the reproduced one.
@@ -14,19 +14,20 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from .aggregate import _stat, aggregator
-from .claims import FAILS, HOLDS, PENDING, rule
-from .figures import _stamp, _style, plt, renderer
+from timerepro.names import MODEL_LABELS, dataset_label
+
+from ..aggregate import aggregator, mean_std
+from ..claims import FAILS, HOLDS, PENDING, rule
+from ..figures import PALETTE, plt, renderer, stamp, style
+from . import PAPER
 
 OURS = "hawkes_attention"
-# model registry name -> row label of Tables 2-3 (as printed)
-MODEL_LABELS = {"rmtpp": "RMTPP", "nhp": "NHP", "sahp": "SAHP", "attnhp": "AttNHP", "odetpp": "ODETPP",
-                "fullynn": "FullyNN", "intensity_free": "IFTTP", "thp": "THP", OURS: "Ours"}
-# model registry name -> column label of Table 6 (as printed)
-TABLE6_LABELS = {"rmtpp": "RMTTP", "nhp": "NHP", "sahp": "SAHP", "thp": "THP", "attnhp": "AttNHP",
-                 "odetpp": "ODETPP", "fullynn": "FullyNN", "intensity_free": "IFTPP"}
-DATASET_LABELS = {"taxi": "Taxi", "amazon": "Amazon", "stackoverflow": "StackOverflow", "taobao": "Taobao"}
-DATASETS = list(DATASET_LABELS.values())
+EASYTPP_BASELINES = ("rmtpp", "nhp", "sahp", "thp", "attnhp", "odetpp", "fullynn", "intensity_free")
+# model registry name -> row label of Tables 2-3: names.MODEL_LABELS as the paper prints them there
+TABLE23_LABELS = {**MODEL_LABELS, "intensity_free": "IFTTP", OURS: "Ours"}
+# model registry name -> column label of Table 6 (as printed, "RMTTP")
+TABLE6_LABELS = {**{m: MODEL_LABELS[m] for m in EASYTPP_BASELINES}, "rmtpp": "RMTTP"}
+DATASETS = [dataset_label(d, PAPER) for d in ("taxi", "amazon", "stackoverflow", "taobao")]
 RMSE, ERR = "RMSE_next_event_time", "error_rate_pct_next_event_type"
 # metric key -> value of one run record
 METRIC_VALUE = {RMSE: lambda m: m["test_rmse"], ERR: lambda m: 100.0 * m["test_error_rate"]}
@@ -45,7 +46,7 @@ def _metric_rows(groups: dict, metrics: list[str], row_group: str) -> list[dict]
     rows = []
     for (row, col), rs in groups.items():
         for metric in metrics:
-            mean, std = _stat([METRIC_VALUE[metric](r["metrics"]) for r in rs])
+            mean, std = mean_std([METRIC_VALUE[metric](r["metrics"]) for r in rs])
             rows.append({"row_group": row_group, "row": row, "column": col, "metric": metric, "mean": mean,
                          "std": std, "n_runs": len(rs), "_records": rs})
     return rows
@@ -57,7 +58,7 @@ def _by_model(records: list[dict], skip: set[str] = frozenset()) -> dict:
         c = r["config"]
         if c.get("model") in skip or (c.get("model") == OURS and _variant(c) != "original"):
             continue
-        groups[(MODEL_LABELS.get(c["model"], c["model"]), DATASET_LABELS.get(c["dataset"], c["dataset"]))].append(r)
+        groups[(TABLE23_LABELS.get(c["model"], c["model"]), dataset_label(c["dataset"], PAPER))].append(r)
     return groups
 
 
@@ -78,7 +79,7 @@ def _ablation(records: list[dict], labels: dict[str, str]) -> list[dict]:
     for r in records:
         c = r["config"]
         if c.get("model") == OURS and _variant(c) in labels:
-            groups[(labels[_variant(c)], DATASET_LABELS.get(c["dataset"], c["dataset"]))].append(r)
+            groups[(labels[_variant(c)], dataset_label(c["dataset"], PAPER))].append(r)
     return _metric_rows(groups, [RMSE, ERR], "ablation")
 
 
@@ -139,7 +140,7 @@ def _ours_by_dataset(records: list[dict]) -> dict:
     for r in records:
         c = r["config"]
         if c.get("model") == OURS and _variant(c) == "original":
-            groups[DATASET_LABELS.get(c["dataset"], c["dataset"])].append(r)
+            groups[dataset_label(c["dataset"], PAPER)].append(r)
     return groups
 
 
@@ -218,9 +219,6 @@ def kernel_curves_from_rows(df: pd.DataFrame) -> dict[tuple[str, str], np.ndarra
     return out
 
 
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]  # Okabe-Ito
-
-
 @renderer("kernel_curves")
 def kernel_curves(df: pd.DataFrame, meta: dict, n_types: int = 6) -> plt.Figure:
     """Figure 2: phi_c(dt) per (layer, head) panel, one line per event type (the n_types most frequent)."""
@@ -233,7 +231,7 @@ def kernel_curves(df: pd.DataFrame, meta: dict, n_types: int = 6) -> plt.Figure:
     for i, layer in enumerate(layers):
         for j, head in enumerate(heads):
             ax = axes[i][j]
-            _style(ax)
+            style(ax)
             g = sub[sub["row_group"] == f"{layer}, {head}"]
             for n, typ in enumerate(list(dict.fromkeys(g["row"]))[:n_types]):
                 t = g[g["row"] == typ].assign(dt=lambda d: d["column"].astype(float)).sort_values("dt")
@@ -244,7 +242,7 @@ def kernel_curves(df: pd.DataFrame, meta: dict, n_types: int = 6) -> plt.Figure:
                 ax.set_ylabel(r"$\phi_c(\Delta t)$")
             ax.legend(fontsize=7, frameon=False)
     fig.suptitle("Learned kernels phi_c(dt), StackOverflow (most frequent types)", fontsize=11)
-    _stamp(fig, meta)
+    stamp(fig, meta)
     return fig
 
 
