@@ -26,10 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from timerepro.encoders import make_encoder
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences, patch
 from timerepro.graphs.neighbors import History, TemporalNeighbors
+from timerepro.models.graph.backbone import TemporalBackbone
+from timerepro.models.graph.defaults import with_dataset_defaults
 
 VARIANTS = ("dygformer", "dygformer_separate", "dygdecoder")
 TIME_INPUTS = ("time", "position")
@@ -159,13 +159,14 @@ class Encoded(NamedTuple):
 
 # ------------------------------------------------------------------ the model
 
-class DyGFormer(nn.Module):
+class DyGFormer(TemporalBackbone):
     """DyGFormer backbone and its variants: node embeddings (B, d_node) for the endpoints of B edges.
 
     node_feat (N+1, d_node) and edge_feat (E+1, d_edge) are the padded feature tables of a
     `CTDGData` (row 0 = padding), kept as non-persistent buffers. The time encoder is
     `make_encoder(encoder, time_dim, mean=time_mean, std=time_std)`. `set_graph` chooses the
-    interactions visible to the model; the graph must be set before the first call.
+    interactions visible to the model (histories are deterministic: its `rng` is unused); the graph
+    must be set before the first call.
     """
 
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, variant: str = "dygformer",
@@ -173,25 +174,20 @@ class DyGFormer(nn.Module):
                  channel_dim: int = 50, time_channel_dim: int | None = None, patch_size: int = 1,
                  max_input_sequence_length: int = 32, num_layers: int = 2, num_heads: int = 2,
                  dropout: float = 0.1, time_input: str = "time"):
-        super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"unknown DyGFormer variant {variant!r}; known: {VARIANTS}")
         if time_input not in TIME_INPUTS:
             raise ValueError(f"unknown time_input {time_input!r}; known: {TIME_INPUTS}")
         if patch_size < 1 or max_input_sequence_length < 2 or num_layers < 1:
             raise ValueError("patch_size >= 1, max_input_sequence_length >= 2 and num_layers >= 1 are required")
-        self.register_buffer("node_feat", torch.as_tensor(np.asarray(node_feat), dtype=torch.float32), persistent=False)
-        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        super().__init__(node_feat, edge_feat, encoder=encoder, time_dim=time_dim, time_mean=time_mean,
+                         time_std=time_std)
         self.variant = variant
         self.time_input = time_input
-        self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
-        self.time_dim = time_dim
         self.channel_dim = channel_dim
         self.time_channel_dim = channel_dim if time_channel_dim is None else int(time_channel_dim)
         self.patch_size = patch_size
         self.max_input_sequence_length = max_input_sequence_length
-        self.time_mean, self.time_std = float(time_mean), float(time_std)
-        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std)
         self.cooccurrence = CooccurrenceEncoder(channel_dim)
         p = patch_size
         self.projection = nn.ModuleDict({
@@ -206,30 +202,16 @@ class DyGFormer(nn.Module):
         if variant == "dygdecoder":
             # the authors' BOS: one learnable row of the model width, standard normal init
             self.bos = nn.Parameter(torch.randn(1, 1, self.model_dim))
-        self.neighbors: TemporalNeighbors | None = None
-
-    @property
-    def out_dim(self) -> int:
-        return self.node_dim
 
     @property
     def causal(self) -> bool:
         return self.variant == "dygdecoder"
 
-    def set_graph(self, neighbors: TemporalNeighbors, rng=None) -> None:
-        """Interactions the model may look at (histories are deterministic: `rng` is unused)."""
-        self.neighbors = neighbors
-
     # ---- inputs
     def sequences(self, nodes, times) -> History:
         """The padded (B, L) sequence of each node at its time, in this variant's layout."""
-        if self.neighbors is None:
-            raise RuntimeError("call set_graph(neighbors) before computing embeddings")
         build = decoder_sequences if self.causal else dygformer_sequences
-        return build(self.neighbors, nodes, times, self.max_input_sequence_length, self.patch_size)
-
-    def _index(self, ids: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.node_feat.device)
+        return build(self.graph(), nodes, times, self.max_input_sequence_length, self.patch_size)
 
     def _channels(self, seq: History, times: np.ndarray, counts: np.ndarray) -> torch.Tensor:
         """(B, L) sequence -> projected patches (B, L/P, 3 d_ch + d_tc)."""
