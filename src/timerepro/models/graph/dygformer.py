@@ -28,7 +28,7 @@ from torch import nn
 
 from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences, patch
 from timerepro.graphs.neighbors import History, TemporalNeighbors
-from timerepro.models.graph.backbone import TemporalBackbone
+from timerepro.models.graph.backbone import TemporalBackbone, to_device
 from timerepro.models.graph.defaults import with_dataset_defaults
 
 VARIANTS = ("dygformer", "dygformer_separate", "dygdecoder")
@@ -123,9 +123,13 @@ class CooccurrenceEncoder(nn.Module):
 
 
 class TransformerLayer(nn.Module):
-    """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d)."""
+    """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d).
 
-    def __init__(self, dim: int, num_heads: int, dropout: float):
+    `fused`: the attention as one QKV projection and `scaled_dot_product_attention` on the
+    `nn.MultiheadAttention` module's own parameters (the same function, fewer copies; the module itself
+    still serves `need_weights`, which the fused kernel does not return)."""
+
+    def __init__(self, dim: int, num_heads: int, dropout: float, fused: bool = True):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"attention width {dim} must be divisible by num_heads = {num_heads}")
@@ -135,15 +139,31 @@ class TransformerLayer(nn.Module):
         self.ffn_in = nn.Linear(dim, 4 * dim)
         self.ffn_out = nn.Linear(4 * dim, dim)
         self.dropout = nn.Dropout(dropout)
+        self.fused = fused
+
+    def _fused_attention(self, h: torch.Tensor, causal: bool) -> torch.Tensor:
+        att = self.attention
+        batch, length, dim = h.shape
+        heads = att.num_heads
+        # (B, L, d) -> (B, L, 3d) -> (B, L, 3, H, d_h) -> 3 x (B, H, L, d_h), views of one projection
+        q, k, v = F.linear(h, att.in_proj_weight, att.in_proj_bias).view(
+            batch, length, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=att.dropout if self.training else 0.0,
+                                             is_causal=causal)  # (B, H, L, d_h)
+        # heads concatenated: (B, H, L, d_h) -> (B, L, d) -> output projection
+        return F.linear(out.transpose(1, 2).reshape(batch, length, dim), att.out_proj.weight, att.out_proj.bias)
 
     def forward(self, x: torch.Tensor, causal: bool = False,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, L, d) -> (B, L, d) and, if asked, the head-averaged attention (B, L, L), rows = queries."""
-        length = x.shape[1]
-        # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
-        mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
         h = self.norm_attn(x)
-        out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
+        if self.fused and not need_weights:
+            out, weights = self._fused_attention(h, causal), None
+        else:
+            length = x.shape[1]
+            # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
+            mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
+            out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
         x = x + self.dropout(out)
         x = x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
         return x, weights
@@ -173,7 +193,7 @@ class DyGFormer(TemporalBackbone):
                  encoder: str = "cosine", time_dim: int = 100, time_mean: float = 0.0, time_std: float = 1.0,
                  channel_dim: int = 50, time_channel_dim: int | None = None, patch_size: int = 1,
                  max_input_sequence_length: int = 32, num_layers: int = 2, num_heads: int = 2,
-                 dropout: float = 0.1, time_input: str = "time"):
+                 dropout: float = 0.1, time_input: str = "time", fused_attention: bool = True):
         if variant not in VARIANTS:
             raise ValueError(f"unknown DyGFormer variant {variant!r}; known: {VARIANTS}")
         if time_input not in TIME_INPUTS:
@@ -197,7 +217,8 @@ class DyGFormer(TemporalBackbone):
             "cooccurrence": nn.Linear(p * channel_dim, channel_dim),
         })
         self.model_dim = 3 * channel_dim + self.time_channel_dim
-        self.layers = nn.ModuleList(TransformerLayer(self.model_dim, num_heads, dropout) for _ in range(num_layers))
+        self.layers = nn.ModuleList(TransformerLayer(self.model_dim, num_heads, dropout, fused_attention)
+                                    for _ in range(num_layers))
         self.output = nn.Linear(self.model_dim, self.node_dim)
         if variant == "dygdecoder":
             # the authors' BOS: one learnable row of the model width, standard normal init
@@ -214,22 +235,29 @@ class DyGFormer(TemporalBackbone):
         return build(self.graph(), nodes, times, self.max_input_sequence_length, self.patch_size)
 
     def _channels(self, seq: History, times: np.ndarray, counts: np.ndarray) -> torch.Tensor:
-        """(B, L) sequence -> projected patches (B, L/P, 3 d_ch + d_tc)."""
-        device = self.node_feat.device
-        valid = torch.from_numpy(seq.neighbor_ids != 0).to(device)  # (B, L)
-        node = self.node_feat[self._index(seq.neighbor_ids)]  # (B, L, d_node)
-        edge = self.edge_feat[self._index(seq.edge_ids)]  # (B, L, d_edge)
+        """(B, L) sequence -> projected patches (B, L/P, 3 d_ch + d_tc). An all-zero feature table gives
+        its channel's bias alone (the projection of zeros, exactly)."""
         if self.time_input == "time":
             # t - t_k in float64, then float32 for the encoder (DyGLib casts at the same place): (B, L)
-            dt = times[:, None] - seq.times.astype(np.float64)
+            dt = (times[:, None] - seq.times.astype(np.float64)).astype(np.float32)
         else:
-            dt = recency_index(seq, node_last=self.causal)
-        phi = self.time_encoder(torch.from_numpy(dt).float().to(device))  # (B, L, d_T)
-        phi = phi * valid.unsqueeze(-1)  # DyGLib: zero time features at padding
-        cooc = self.cooccurrence(torch.from_numpy(counts).to(device))  # (B, L, d_ch)
+            dt = recency_index(seq, node_last=self.causal).astype(np.float32)
+        ids, eids, dt, counts = to_device(self.device, seq.neighbor_ids, seq.edge_ids, dt, counts)  # one copy per dtype
         p = self.patch_size
-        # each channel (B, L, d_c) -> (B, L/P, P d_c) -> (B, L/P, d_ch or d_tc), concatenated
-        return torch.cat([self.projection["node"](patch(node, p)), self.projection["edge"](patch(edge, p)),
+        batch, n_patches = ids.shape[0], ids.shape[1] // p
+
+        def channel(name: str, table: torch.Tensor, zero: bool, index: torch.Tensor) -> torch.Tensor:
+            layer = self.projection[name]
+            if zero:  # (d_ch,) -> (B, L/P, d_ch)
+                return layer.bias.expand(batch, n_patches, -1)
+            return layer(patch(table[index], p))  # (B, L, d) -> (B, L/P, P d) -> (B, L/P, d_ch)
+
+        phi = self.time_encoder(dt)  # (B, L, d_T)
+        phi = phi * (ids != 0).unsqueeze(-1)  # DyGLib: zero time features at padding
+        cooc = self.cooccurrence(counts)  # (B, L, d_ch)
+        # each channel (B, L/P, d_ch or d_tc), concatenated
+        return torch.cat([channel("node", self.node_feat, self.node_feat_zero, ids),
+                          channel("edge", self.edge_feat, self.edge_feat_zero, eids),
                           self.projection["time"](patch(phi, p)), self.projection["cooccurrence"](patch(cooc, p))],
                          dim=-1)
 
