@@ -20,8 +20,11 @@ torch thread count, on the same graph and the same batches:
   draws), for both implementations from the SAME initial weights (DyGLib's initialisation with
   torch seed 0, loaded into the project's model by name) and the same seed for dropout.
 
+The project runs as the task runs it (`LinkPredictionModel.score`, `link_prediction.adam`, the
+`StreamState` calls), at its defaults (float32, exact), and again with `amp: bfloat16` (project-bf16).
+
 Run: python benchmarks/graph_dyglib_bench.py --dyglib /path/to/DyGLib [--quick] [--repeats 3]
-     [--models tgat dygformer tgn] [--batches 5] [--threads 2]
+     [--models tgat dygformer tgn] [--batches 5] [--threads 2] [--no-bf16] [--no-ap]
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 N_FEAT, BATCH, START, SEED = 172, 200, 30000, 0
-IMPLS = ("dyglib", "project")
+IMPLS = ("dyglib", "project", "project-bf16")  # project-bf16: the project's with `amp: bfloat16`
 MODELS = ("tgat", "dygformer", "tgn")
 # DyGLib's best UCI configurations (utils/load_configs.py, load_link_prediction_best_configs)
 CONFIG = {
@@ -116,6 +119,9 @@ class DyGLibModel:
         self.model.train(training)
         self.model[0].set_neighbor_sampler(self.train_sampler if training else self.full_sampler)
 
+    def optimizer(self, lr: float):
+        return self.torch.optim.Adam(self.model.parameters(), lr=lr)  # DyGLib's create_optimizer('Adam')
+
     def reset(self) -> None:
         if self.name == "tgn":
             self.model[0].memory_bank.__init_memory_bank__()
@@ -162,7 +168,7 @@ class DyGLibModel:
 class ProjectModel:
     """The project's backbone in `LinkPredictionModel`, driven as tasks/link_prediction.py drives it."""
 
-    def __init__(self, name: str, node_feat, edge_feat, train_graph, full_graph):
+    def __init__(self, name: str, node_feat, edge_feat, train_graph, full_graph, amp: str = "off"):
         import torch
         import torch.nn.functional as F
 
@@ -188,40 +194,40 @@ class ProjectModel:
         self.name, self.lp, self.torch, self.F = name, lp, torch, F
         self.model = lp.LinkPredictionModel(backbone)
         self.train_graph, self.full_graph = train_graph, full_graph
-        self.state = getattr(lp, "memory_state", None)
+        self.state = lp.stream_state(backbone)
+        self.autocast = lambda: lp.autocast({"amp": amp}, torch.device("cpu"))  # noqa: E731
 
     def set_graph(self, training: bool) -> None:
         self.model.train(training)
         graph, seed = (self.train_graph, 0) if training else (self.full_graph, 1)
         self.model.backbone.set_graph(graph, np.random.RandomState(seed))
 
-    def _call(self, hook: str, *args) -> None:
-        if self.state is not None:  # the typed memory protocol, once it exists
-            getattr(self.state(self.model.backbone), hook)(*args)
-        elif hasattr(self.model.backbone, hook):
-            getattr(self.model.backbone, hook)(*args)
+    def optimizer(self, lr: float):
+        return self.lp.adam(self.model, lr)  # what the task uses
 
     def reset(self) -> None:
-        self._call("reset_state")
+        self.state.reset_state()
 
     def train_step(self, opt, batch) -> float:
         src, dst, ts, eids, neg_dst = batch
-        pos, neg = self.model.score(src, dst, src, neg_dst, ts)
-        logits = self.torch.cat([pos, neg])
-        labels = self.torch.cat([self.torch.ones_like(pos), self.torch.zeros_like(neg)])
+        with self.autocast():
+            pos, neg = self.model.score(src, dst, src, neg_dst, ts)
+        logits = self.torch.cat([pos, neg]).float()
+        labels = self.torch.cat([self.torch.ones_like(logits[:len(pos)]), self.torch.zeros_like(logits[len(pos):])])
         loss = self.F.binary_cross_entropy_with_logits(logits, labels)
         opt.zero_grad()
         loss.backward()
-        self._call("observe", src, dst, ts, eids)
+        self.state.observe(src, dst, ts, eids)
         opt.step()
+        self.state.detach_state()
         return float(loss.item())
 
     def eval_step(self, batch):
         src, dst, ts, eids, neg_dst = batch
-        with self.torch.no_grad():
+        with self.torch.no_grad(), self.autocast():
             pos, neg = self.model.score(src, dst, src, neg_dst, ts)
-            self._call("observe", src, dst, ts, eids)
-            return self.torch.sigmoid(pos), self.torch.sigmoid(neg)
+            self.state.observe(src, dst, ts, eids)
+        return self.torch.sigmoid(pos.float()), self.torch.sigmoid(neg.float())
 
 
 # ------------------------------------------------------------------ weights shared for the AP run
@@ -286,7 +292,7 @@ def build(impl: str, name: str, dyglib: str, train_mask=None):
 
     train_graph = TemporalNeighbors(src[mask], dst[mask], ts[mask], eids[mask], num_nodes=node_feat.shape[0])
     full_graph = TemporalNeighbors(src, dst, ts, eids, num_nodes=node_feat.shape[0])
-    return ProjectModel(name, node_feat, edge_feat, train_graph, full_graph)
+    return ProjectModel(name, node_feat, edge_feat, train_graph, full_graph, "bfloat16" if impl == "project-bf16" else "off")
 
 
 def measure_speed(impl: str, name: str, dyglib: str, n: int, threads: int) -> dict:
@@ -296,7 +302,7 @@ def measure_speed(impl: str, name: str, dyglib: str, n: int, threads: int) -> di
     torch.manual_seed(SEED)
     src, dst, ts, *_ = graph()
     m = build(impl, name, dyglib)
-    opt = torch.optim.Adam(m.model.parameters(), lr=1e-4)
+    opt = m.optimizer(1e-4)
     train, evaluate = speed_batches(src, dst, ts, n + 1, 0), speed_batches(src, dst, ts, n + 1, n + 1)
     m.set_graph(True)
     m.reset()
@@ -336,7 +342,7 @@ def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str) ->
     else:
         load_dyglib_weights(m.model, name, weights)
     torch.manual_seed(SEED)  # the same seed for dropout
-    opt = torch.optim.Adam(m.model.parameters(), lr=1e-4)
+    opt = m.optimizer(1e-4)
     dst_pool = np.unique(dst[:train_end])
     rng = np.random.RandomState(SEED)
     m.set_graph(True)
@@ -391,6 +397,7 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads of every process")
     parser.add_argument("--quick", action="store_true", help="2 batches, 1 repeat, no AP run")
     parser.add_argument("--no-ap", action="store_true", help="skip the one-epoch AP comparison")
+    parser.add_argument("--no-bf16", action="store_true", help="leave out the project's `amp: bfloat16` rows")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # internal: impl model mode
     parser.add_argument("--weights", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -407,6 +414,8 @@ def main(argv=None) -> None:
         return
     if args.quick:
         args.batches, args.repeats, args.no_ap = 2, 1, True
+    impls = IMPLS[:2] if args.no_bf16 else IMPLS
+    ours = impls[1:]
 
     import torch
 
@@ -416,39 +425,41 @@ def main(argv=None) -> None:
     print(f"graph: synthetic UCI size (1,899 nodes, 59,835 edges), zero features of width {N_FEAT}; "
           f"batches of {BATCH} from edge {START}; {args.batches} timed train + {args.batches} eval batches per process, "
           f"{args.repeats} repeat(s); DyGLib at {args.dyglib}")
-    header = (f"{'model':<10}{'impl':<9}{'train e/s':>10}{'eval e/s':>10}{'train s/b':>10}{'eval s/b':>10}"
-              f"{'peak MB':>9}{'params':>9}")
-    print(header)
+    print(f"{'model':<10}{'impl':<14}{'train e/s':>10}{'eval e/s':>10}{'train s/b':>10}{'eval s/b':>10}"
+          f"{'peak MB':>9}{'params':>9}")
     summary = []
     for name in args.models:
-        runs = {impl: [] for impl in IMPLS}
+        runs = {impl: [] for impl in impls}
         for r in range(args.repeats):
-            for impl in (IMPLS if r % 2 == 0 else IMPLS[::-1]):  # alternate the order against drift
+            for impl in (impls if r % 2 == 0 else impls[::-1]):  # alternate the order against drift
                 res = child(args, impl, name, "speed")
                 runs[impl].append(res)
-                print(f"{name:<10}{impl:<9}{res['train_edges_per_s']:>10.1f}{res['eval_edges_per_s']:>10.1f}"
+                print(f"{name:<10}{impl:<14}{res['train_edges_per_s']:>10.1f}{res['eval_edges_per_s']:>10.1f}"
                       f"{res['train_s_per_batch']:>10.3f}{res['eval_s_per_batch']:>10.3f}{res['peak_rss_mb']:>9.0f}"
                       f"{res['n_parameters']:>9}", flush=True)
-        train_ratio = [p["train_edges_per_s"] / d["train_edges_per_s"] for p, d in zip(runs["project"], runs["dyglib"])]
-        eval_ratio = [p["eval_edges_per_s"] / d["eval_edges_per_s"] for p, d in zip(runs["project"], runs["dyglib"])]
-        mem_ratio = [p["peak_rss_mb"] / d["peak_rss_mb"] for p, d in zip(runs["project"], runs["dyglib"])]
-        summary.append((name, train_ratio, eval_ratio, mem_ratio))
-    print("\nratio project / DyGLib, median (min-max over repeats):")
-    print(f"{'model':<10}{'train speed':>22}{'eval speed':>22}{'peak memory':>22}")
-    for name, tr, ev, mem in summary:
-        print(f"{name:<10}{spread(tr):>22}{spread(ev):>22}{spread(mem):>22}")
+        for impl in ours:
+            ratio = {key: [p[key] / d[key] for p, d in zip(runs[impl], runs["dyglib"])]
+                     for key in ("train_edges_per_s", "eval_edges_per_s", "peak_rss_mb")}
+            summary.append((name, impl, ratio))
+    print("\nratio to DyGLib, median (min-max over repeats):")
+    print(f"{'model':<10}{'impl':<14}{'train speed':>20}{'eval speed':>20}{'peak memory':>20}")
+    for name, impl, ratio in summary:
+        print(f"{name:<10}{impl:<14}{spread(ratio['train_edges_per_s']):>20}{spread(ratio['eval_edges_per_s']):>20}"
+              f"{spread(ratio['peak_rss_mb']):>20}")
     if args.no_ap:
         return
     print("\none epoch on the first 70% of the edges from the same initial weights and seed; test AP (mean of "
           "per-batch AP) on the last 15%:")
-    print(f"{'model':<10}{'DyGLib AP':>11}{'project AP':>12}{'diff (pts)':>12}{'DyGLib epoch s':>16}{'project epoch s':>17}")
+    print(f"{'model':<10}{'impl':<14}{'test AP':>9}{'diff to DyGLib (pts)':>22}{'epoch s':>9}")
     for name in [m for m in args.models if m != "tgn"]:  # TGN's weights are not mapped (speed only)
         with tempfile.TemporaryDirectory() as tmp:
             weights = str(Path(tmp) / "init.pt")
-            d = child(args, "dyglib", name, "ap", weights)
-            p = child(args, "project", name, "ap", weights)
-        print(f"{name:<10}{d['test_ap']:>11.4f}{p['test_ap']:>12.4f}{100 * (p['test_ap'] - d['test_ap']):>12.2f}"
-              f"{d['epoch_s']:>16.0f}{p['epoch_s']:>17.0f}", flush=True)
+            ref = child(args, "dyglib", name, "ap", weights)
+            print(f"{name:<10}{'dyglib':<14}{ref['test_ap']:>9.4f}{'':>22}{ref['epoch_s']:>9.0f}", flush=True)
+            for impl in ours:
+                p = child(args, impl, name, "ap", weights)
+                print(f"{name:<10}{impl:<14}{p['test_ap']:>9.4f}{100 * (p['test_ap'] - ref['test_ap']):>22.2f}"
+                      f"{p['epoch_s']:>9.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import torch
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.backbone import NodeEmbedder, to_device
 from timerepro.models.graph.cawn import CAWN
-from timerepro.models.graph.dygformer import DyGFormer, TransformerLayer
+from timerepro.models.graph.dygformer import CooccurrenceEncoder, DyGFormer, TransformerLayer
 from timerepro.models.graph.memory import NO_STATE, StreamState, stream_state
 from timerepro.models.graph.neighbor_attention import MASK_VALUE, TemporalAttention, recency_ranks
 from timerepro.models.graph.tgat import TGAT
@@ -239,6 +239,51 @@ def test_fused_attention_layer_matches_the_module(causal):
     plain.sum().backward()
     torch.testing.assert_close(fused, plain, **TOL)
     for a, b in zip(g_fused, [p.grad for p in layer.parameters()] + [x.grad]):
+        torch.testing.assert_close(a, b, **TOL)
+
+
+@pytest.mark.parametrize("variant", ["dygformer", "dygformer_separate", "dygdecoder"])
+@pytest.mark.parametrize("patch_size,dropout,train", [(1, 0.1, False), (2, 0.1, False), (1, 0.0, True)])
+def test_packed_tokens_give_the_outputs_of_the_padded_layout(variant, patch_size, dropout, train):
+    """Padding computed once per row (or, behind the decoder's target, not at all) against every
+    padded position computed: embeddings and gradients, where nothing is random (eval, or dropout 0)."""
+    graph, node, edge, edges = toy(8)
+    torch.manual_seed(0)
+    model = DyGFormer(node, edge, variant=variant, encoder="cosine", time_dim=4, channel_dim=4, patch_size=patch_size,
+                      max_input_sequence_length=10, dropout=dropout).train(train)
+    model.set_graph(graph)
+    src, dst, ts, neg = batch(edges, lo=20, hi=40)  # early edges: short histories, plenty of padding
+    assert (model.sequences(neg, ts).neighbor_ids == 0).mean() > 0.2
+    results = []
+    for fused in (True, False):  # unfused: nn.MultiheadAttention on the padded layout
+        for layer in model.layers:
+            layer.fused = fused
+        model.zero_grad(set_to_none=True)
+        h_u, h_v = model.pair_embeddings(src, neg, ts)
+        (h_u.sum() + 2 * h_v.sum()).backward()
+        results.append((h_u.detach(), h_v.detach(), grads(model)))
+    (u, v, g), (ref_u, ref_v, ref_g) = results
+    torch.testing.assert_close(u, ref_u, **TOL)
+    torch.testing.assert_close(v, ref_v, **TOL)
+    assert g.keys() == ref_g.keys()
+    for name in g:
+        torch.testing.assert_close(g[name], ref_g[name], **TOL, msg=name)
+
+
+def test_cooccurrence_table_is_the_encoder_applied_to_every_count():
+    torch.manual_seed(0)
+    enc = CooccurrenceEncoder(5)
+    counts = torch.tensor([[[3.0, 0.0], [1.0, 7.0]], [[0.0, 0.0], [2.0, 2.0]]])  # a count above the width 2
+    cotangent = torch.randn(2, 2, 5)
+    got = enc(counts)
+    (got * cotangent).sum().backward()
+    g_table = [p.grad.clone() for p in enc.parameters()]
+    enc.zero_grad()
+    expected = enc.encode(counts.unsqueeze(-1)).sum(dim=2)  # DyGLib: the MLP on each entry
+    (expected * cotangent).sum().backward()
+    torch.testing.assert_close(got, expected, **TOL)
+    torch.testing.assert_close(enc(counts, max_count=7), expected, **TOL)
+    for a, b in zip(g_table, [p.grad for p in enc.parameters()]):
         torch.testing.assert_close(a, b, **TOL)
 
 

@@ -184,6 +184,13 @@ class LinkPredictionModel(nn.Module):
         return logits[:n], logits[n:]
 
 
+def adam(model: nn.Module, lr: float) -> torch.optim.Adam:
+    """DyGLib's optimizer, Adam(lr), as one fused kernel over all parameters where torch has one (the same
+    update, without a dozen small operations per parameter tensor)."""
+    device = next(model.parameters()).device
+    return torch.optim.Adam(model.parameters(), lr=lr, fused=device.type in ("cpu", "cuda"))
+
+
 def autocast(config: dict, device: torch.device):
     """The forward passes' autocast context for `config["amp"]` (absent or "off": float32, a no-op)."""
     amp = config.get("amp", "off")
@@ -285,7 +292,7 @@ def run(config: dict, ctx) -> dict:
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(seed)
     model = LinkPredictionModel(MODELS[config["model"]](config, data, split, train_graph)).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
+    opt = adam(model, float(config["lr"]))
     negatives = train_sampler(data, split, seed=seed)
     monitor_samplers = dyglib_eval_samplers(data, split, monitor_negatives)
     val_idx = np.flatnonzero(split.val)

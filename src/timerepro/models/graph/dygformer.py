@@ -111,15 +111,22 @@ def dygformer_hparams(config: dict) -> dict:
 # ------------------------------------------------------------------ layers
 
 class CooccurrenceEncoder(nn.Module):
-    """f_C: each count (B, L, 2) -> Linear(1, d) ReLU Linear(d, d), summed over the two columns."""
+    """f_C: each count (B, L, 2) -> Linear(1, d) ReLU Linear(d, d), summed over the two columns.
+
+    Counts are small integers, so f_C is computed once per value 0..max_count (a table) and looked
+    up, instead of once per entry (the same numbers). `max_count`: the largest count, if the caller
+    knows it without reading the tensor (a count is at most the longer of the pair's two sequences)."""
 
     def __init__(self, dim: int):
         super().__init__()
         self.encode = nn.Sequential(nn.Linear(1, dim), nn.ReLU(), nn.Linear(dim, dim))
 
-    def forward(self, counts: torch.Tensor) -> torch.Tensor:
-        # (B, L, 2) -> (B, L, 2, 1) -> (B, L, 2, d) -> sum over the two counts -> (B, L, d)
-        return self.encode(counts.unsqueeze(-1)).sum(dim=2)
+    def forward(self, counts: torch.Tensor, max_count: int | None = None) -> torch.Tensor:
+        if max_count is None:
+            max_count = int(counts.max()) if counts.numel() else 0
+        # values 0..max -> (max+1, 1) -> table (max+1, d); counts (B, L, 2) -> (B, L, 2, d) -> sum -> (B, L, d)
+        values = torch.arange(max_count + 1, device=counts.device, dtype=counts.dtype)
+        return self.encode(values.unsqueeze(-1))[counts.long()].sum(dim=2)
 
 
 class TransformerLayer(nn.Module):
@@ -153,6 +160,25 @@ class TransformerLayer(nn.Module):
         # heads concatenated: (B, H, L, d_h) -> (B, L, d) -> output projection
         return F.linear(out.transpose(1, 2).reshape(batch, length, dim), att.out_proj.weight, att.out_proj.bias)
 
+    def forward_packed(self, x: torch.Tensor, pack: Packing, causal: bool = False) -> torch.Tensor:
+        """The layer on packed tokens x (T, d) -> (T, d): every per-token operation on the kept tokens
+        only, the attention on the compact (B, W) layout with `pack.key_bias` on its keys."""
+        att = self.attention
+        tokens, dim = x.shape
+        batch, width, heads = pack.key_bias.shape[0], pack.width, att.num_heads
+        qkv = F.linear(self.norm_attn(x), att.in_proj_weight, att.in_proj_bias)  # (T, 3d)
+        # (T, 3d) -> compact (B * W, 3d), empty slots zero -> 3 x (B, H, W, d_h)
+        dense = qkv.new_zeros(batch * width, 3 * dim).index_copy(0, pack.dense, qkv)
+        q, k, v = dense.view(batch, width, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
+        bias = pack.key_bias.to(q.dtype)[:, None, None, :]  # (B, 1, 1, W)
+        if causal:  # (W, W): -inf where the key comes after the query
+            bias = bias + torch.full((width, width), float("-inf"), device=x.device, dtype=q.dtype).triu(1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=att.dropout if self.training else 0.0)
+        # (B, H, W, d_h) -> (B * W, d) -> the kept tokens (T, d) -> output projection
+        out = out.transpose(1, 2).reshape(batch * width, dim)[pack.dense]
+        x = x + self.dropout(F.linear(out, att.out_proj.weight, att.out_proj.bias))
+        return x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+
     def forward(self, x: torch.Tensor, causal: bool = False,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, L, d) -> (B, L, d) and, if asked, the head-averaged attention (B, L, L), rows = queries."""
@@ -175,6 +201,46 @@ class Encoded(NamedTuple):
     patches: torch.Tensor
     seq: History
     counts: np.ndarray  # (B, L, 2) co-occurrence counts fed to f_C
+
+
+class Packing(NamedTuple):
+    """The tokens of a (B, L) layout that are computed, packed in row-major order (T of them).
+
+    `flat` (T,) their positions in the B*L layout; `dense` (T,) their positions in the compact B*W
+    layout the attention runs on (W = most tokens kept in a row, order kept); `key_bias` (B, W) the
+    log of the number of tokens each slot stands for (0 for a token standing for itself), -inf for an
+    empty slot; `pools` one (T,) weight per side: a side's mean is the weighted sum of the outputs."""
+
+    flat: torch.Tensor
+    dense: torch.Tensor
+    key_bias: torch.Tensor
+    width: int
+    pools: tuple[torch.Tensor, ...]
+
+
+def pack_tokens(real: np.ndarray, share_padding: bool, sides: tuple[tuple[int, int], ...], device) -> Packing:
+    """real (B, L) bool, the tokens that are not padding. Keeps them and, with `share_padding`, the
+    first padding token of each row standing for all of that row's padding tokens: they have the same
+    input (zero features, zero time features, zero counts, no position), hence, without dropout, the
+    same output at every layer, and attending to m equal keys is attending to one with its logit
+    raised by log m. `sides`: (lo, hi) column ranges whose tokens are averaged (padding included, as
+    DyGLib): weight 1/(hi - lo) per real token of the side, n_pad/(hi - lo) for the representative."""
+    batch, length = real.shape
+    pad = ~real
+    first = pad & (np.cumsum(pad, axis=1) == 1) if share_padding else np.zeros_like(pad)
+    keep = real | first
+    rows, cols = np.nonzero(keep)  # (T,) row-major
+    slot = (np.cumsum(keep, axis=1) - 1)[rows, cols]  # compact position within the row
+    width = int(keep.sum(axis=1).max())
+    key_bias = np.full((batch, width), -np.inf, dtype=np.float32)
+    key_bias[rows, slot] = np.log(np.where(first, pad.sum(axis=1, keepdims=True), 1)[rows, cols])
+    pools = []
+    for lo, hi in sides:
+        n_pad = pad[:, lo:hi].sum(axis=1)[rows]  # (T,) the side's padding tokens in the token's row
+        on_side = (cols >= lo) & (cols < hi) & real[rows, cols]
+        pools.append((np.where(on_side, 1.0, np.where(first[rows, cols], n_pad, 0.0)) / (hi - lo)).astype(np.float32))
+    flat, dense, key_bias, *pools = to_device(device, rows * length + cols, rows * width + slot, key_bias, *pools)
+    return Packing(flat, dense, key_bias, width, tuple(pools))
 
 
 # ------------------------------------------------------------------ the model
@@ -242,6 +308,7 @@ class DyGFormer(TemporalBackbone):
             dt = (times[:, None] - seq.times.astype(np.float64)).astype(np.float32)
         else:
             dt = recency_index(seq, node_last=self.causal).astype(np.float32)
+        max_count = int(counts.max(initial=0))
         ids, eids, dt, counts = to_device(self.device, seq.neighbor_ids, seq.edge_ids, dt, counts)  # one copy per dtype
         p = self.patch_size
         batch, n_patches = ids.shape[0], ids.shape[1] // p
@@ -254,7 +321,7 @@ class DyGFormer(TemporalBackbone):
 
         phi = self.time_encoder(dt)  # (B, L, d_T)
         phi = phi * (ids != 0).unsqueeze(-1)  # DyGLib: zero time features at padding
-        cooc = self.cooccurrence(counts)  # (B, L, d_ch)
+        cooc = self.cooccurrence(counts, max_count=max_count)  # (B, L, d_ch)
         # each channel (B, L/P, d_ch or d_tc), concatenated
         return torch.cat([channel("node", self.node_feat, self.node_feat_zero, ids),
                           channel("edge", self.edge_feat, self.edge_feat_zero, eids),
@@ -286,14 +353,55 @@ class DyGFormer(TemporalBackbone):
         target = torch.from_numpy((seq.lengths - 1) // self.patch_size + 1).to(out.device)  # (B,)
         return out[rows, target]  # (B, d)
 
+    # ---- packed tokens: the same outputs, padding computed once per row or not at all
+    def _real_patches(self, seq: History) -> np.ndarray:
+        """(B, L/P) bool: patches holding at least one real entry (the others are all padding)."""
+        ids = seq.neighbor_ids
+        return (ids.reshape(ids.shape[0], -1, self.patch_size) != 0).any(axis=-1)
+
+    def _packs(self) -> bool:
+        """Packed tokens need the fused attention; padding may share one token when nothing is random."""
+        return self.layers[0].fused
+
+    @property
+    def _padding_shared(self) -> bool:
+        return not self.training or self.layers[0].attention.dropout == 0.0
+
+    def _run_packed(self, x: torch.Tensor, pack: Packing) -> torch.Tensor:
+        """x (B, L, d) -> the kept tokens' outputs (T, d)."""
+        h = x.reshape(-1, x.shape[-1])[pack.flat]  # (T, d)
+        for layer in self.layers:
+            h = layer.forward_packed(h, pack, causal=self.causal)
+        return h
+
+    def _pool(self, out: torch.Tensor, pack: Packing) -> torch.Tensor:
+        """(T, d) outputs -> (B, S, d) mean of each side's patches, padding included (DyGLib)."""
+        batch, width = pack.key_bias.shape
+        # (T, d) -> compact (B, W, d); pooling weights (T, S) -> (B, S, W); (B, S, W) @ (B, W, d) -> (B, S, d)
+        dense = out.new_zeros(batch * width, out.shape[-1]).index_copy(0, pack.dense, out).view(batch, width, -1)
+        weights = out.new_zeros(batch * width, len(pack.pools)).index_copy(
+            0, pack.dense, torch.stack(pack.pools, dim=1).to(out.dtype))
+        return torch.bmm(weights.view(batch, width, -1).transpose(1, 2), dense)
+
     def side_outputs(self, enc: Encoded, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One side through the transformer alone (separate and decoder variants): (B, d) pooled
         output before the output layer, and the last layer's attention if asked."""
+        real = self._real_patches(enc.seq)
         if self.causal:
-            out, weights = self._run(self._with_bos(enc.patches), need_weights)
-            return self._readout(out, enc.seq), weights
-        out, weights = self._run(enc.patches, need_weights)
-        return out.mean(dim=1), weights  # DyGLib: mean over every patch, padding included
+            x = self._with_bos(enc.patches)
+            if need_weights or not self._packs():
+                out, weights = self._run(x, need_weights)
+                return self._readout(out, enc.seq), weights
+            # the padding after the target never reaches it under the causal mask: left out, in training too
+            pack = pack_tokens(np.concatenate([np.ones((len(real), 1), bool), real], axis=1), False, (), self.device)
+            out = self._run_packed(x, pack)  # (T, d)
+            dense = out.new_zeros(len(real) * pack.width, out.shape[-1]).index_copy(0, pack.dense, out)
+            return self._readout(dense.view(len(real), pack.width, -1), enc.seq), None
+        if need_weights or not (self._packs() and self._padding_shared):
+            out, weights = self._run(enc.patches, need_weights)
+            return out.mean(dim=1), weights  # DyGLib: mean over every patch, padding included
+        pack = pack_tokens(real, True, ((0, real.shape[1]),), self.device)
+        return self._pool(self._run_packed(enc.patches, pack), pack)[:, 0], None
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
         """Embeddings (B, d_node) of both endpoints of B candidate edges at their times."""
@@ -301,8 +409,15 @@ class DyGFormer(TemporalBackbone):
         if self.variant == "dygformer":
             n_u = enc_u.patches.shape[1]
             # (B, Lu, d) ++ (B, Lv, d) -> (B, Lu + Lv, d): one sequence, joint attention
-            out, _ = self._run(torch.cat([enc_u.patches, enc_v.patches], dim=1))
-            h_u, h_v = out[:, :n_u].mean(dim=1), out[:, n_u:].mean(dim=1)
+            x = torch.cat([enc_u.patches, enc_v.patches], dim=1)
+            if self._packs() and self._padding_shared:
+                real = np.concatenate([self._real_patches(enc_u.seq), self._real_patches(enc_v.seq)], axis=1)
+                pack = pack_tokens(real, True, ((0, n_u), (n_u, real.shape[1])), self.device)
+                pooled = self._pool(self._run_packed(x, pack), pack)  # (B, 2, d)
+                h_u, h_v = pooled[:, 0], pooled[:, 1]
+            else:
+                out, _ = self._run(x)
+                h_u, h_v = out[:, :n_u].mean(dim=1), out[:, n_u:].mean(dim=1)
         else:
             (h_u, _), (h_v, _) = self.side_outputs(enc_u), self.side_outputs(enc_v)
         return self.output(h_u), self.output(h_v)
