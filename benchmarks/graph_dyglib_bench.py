@@ -168,7 +168,7 @@ class DyGLibModel:
 class ProjectModel:
     """The project's backbone in `LinkPredictionModel`, driven as tasks/link_prediction.py drives it."""
 
-    def __init__(self, name: str, node_feat, edge_feat, train_graph, full_graph, amp: str = "off"):
+    def __init__(self, name: str, node_feat, edge_feat, train_graph, full_graph, amp: str = "none"):
         import torch
         import torch.nn.functional as F
 
@@ -292,7 +292,7 @@ def build(impl: str, name: str, dyglib: str, train_mask=None):
 
     train_graph = TemporalNeighbors(src[mask], dst[mask], ts[mask], eids[mask], num_nodes=node_feat.shape[0])
     full_graph = TemporalNeighbors(src, dst, ts, eids, num_nodes=node_feat.shape[0])
-    return ProjectModel(name, node_feat, edge_feat, train_graph, full_graph, "bfloat16" if impl == "project-bf16" else "off")
+    return ProjectModel(name, node_feat, edge_feat, train_graph, full_graph, "bfloat16" if impl == "project-bf16" else "none")
 
 
 def measure_speed(impl: str, name: str, dyglib: str, n: int, threads: int) -> dict:

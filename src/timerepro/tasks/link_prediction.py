@@ -25,7 +25,7 @@ Optional, compatible extensions of that contract:
   every training epoch, observe each batch after it is scored, detach after each optimizer step, backup
   and restore named copies around validation and test (`models/graph/memory.py` says when and why).
 
-Settings: `amp: bfloat16` runs the forward passes under autocast (off, float32, by default; not exact).
+Settings: `amp: bfloat16` runs the forward passes under autocast (`none`, float32, by default; not exact).
 The batch loops keep losses and probabilities on the model's device and read them back once per epoch
 or evaluation; neighbour retrieval results are moved once per batch (`backbone.to_device`).
 """
@@ -63,7 +63,7 @@ TRAIN_NEIGHBOR_SEED, EVAL_NEIGHBOR_SEED = 0, 1
 PARTS = (("val", "val", "val_transductive"), ("new_node_val", "new_node_val", "val_inductive"),
          ("test", "test", "test_transductive"), ("new_node_test", "new_node_test", "test_inductive"))
 MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max", "loss": "min"}
-AMP = {"off": None, "bfloat16": torch.bfloat16}
+AMP = {"none": None, "bfloat16": torch.bfloat16}
 
 
 # ------------------------------------------------------------------ statistics of time differences
@@ -192,8 +192,8 @@ def adam(model: nn.Module, lr: float) -> torch.optim.Adam:
 
 
 def autocast(config: dict, device: torch.device):
-    """The forward passes' autocast context for `config["amp"]` (absent or "off": float32, a no-op)."""
-    amp = config.get("amp", "off")
+    """The forward passes' autocast context for `config["amp"]` (absent or "none": float32, a no-op)."""
+    amp = config.get("amp", "none")
     if amp not in AMP:
         raise ValueError(f"unknown amp setting {amp!r}; known: {sorted(AMP)}")
     return torch.autocast(device.type, dtype=AMP[amp], enabled=AMP[amp] is not None)
