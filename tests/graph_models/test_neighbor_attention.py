@@ -20,7 +20,7 @@ from timerepro.models.graph.memory import NO_STATE, StreamState, stream_state
 from timerepro.models.graph.neighbor_attention import MASK_VALUE, TemporalAttention, recency_ranks
 from timerepro.models.graph.tgat import TGAT
 from timerepro.models.graph.tgn import TGN
-from timerepro.tasks.link_prediction import LinkPredictionModel, autocast
+from timerepro.tasks.link_prediction import LinkPredictionModel, adam, autocast
 
 NODE_DIM, EDGE_DIM, N_NODES, N_EDGES = 6, 5, 12, 80
 TOL = dict(rtol=1e-5, atol=1e-5)
@@ -392,3 +392,21 @@ def test_bfloat16_autocast_is_a_setting_close_to_float32():
     assert not torch.equal(low.float(), exact) and torch.allclose(low.float(), exact, atol=0.1)
     with pytest.raises(ValueError, match="amp"):
         autocast({"amp": "float8"}, torch.device("cpu"))
+
+
+def test_the_tasks_fused_adam_makes_torchs_default_adam_step():
+    graph, node, edge, edges = toy(9)
+    models = [LinkPredictionModel(make_tgat(node, edge, graph)).train() for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    opts = [adam(models[0], 1e-3), torch.optim.Adam(models[1].parameters(), lr=1e-3)]
+    src, dst, ts, neg = batch(edges)
+    for _ in range(3):
+        for model, opt in zip(models, opts):
+            model.eval()  # no dropout: the same gradients
+            loss = torch.cat(model.score(src, dst, src, neg, ts)).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert opts[0].defaults["fused"]
