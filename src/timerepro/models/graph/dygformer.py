@@ -167,9 +167,8 @@ class TransformerLayer(nn.Module):
         tokens, dim = x.shape
         batch, width, heads = pack.key_bias.shape[0], pack.width, att.num_heads
         qkv = F.linear(self.norm_attn(x), att.in_proj_weight, att.in_proj_bias)  # (T, 3d)
-        # (T, 3d) -> compact (B * W, 3d), empty slots zero -> 3 x (B, H, W, d_h)
-        dense = qkv.new_zeros(batch * width, 3 * dim).index_copy(0, pack.dense, qkv)
-        q, k, v = dense.view(batch, width, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
+        # (T, 3d) -> compact (B * W, 3d) -> 3 x (B, H, W, d_h)
+        q, k, v = qkv[pack.source].view(batch, width, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
         bias = pack.key_bias.to(q.dtype)[:, None, None, :]  # (B, 1, 1, W)
         if causal:  # (W, W): -inf where the key comes after the query
             bias = bias + torch.full((width, width), float("-inf"), device=x.device, dtype=q.dtype).triu(1)
@@ -206,25 +205,32 @@ class Encoded(NamedTuple):
 class Packing(NamedTuple):
     """The tokens of a (B, L) layout that are computed, packed in row-major order (T of them).
 
-    `flat` (T,) their positions in the B*L layout; `dense` (T,) their positions in the compact B*W
-    layout the attention runs on (W = most tokens kept in a row, order kept); `key_bias` (B, W) the
-    log of the number of tokens each slot stands for (0 for a token standing for itself), -inf for an
-    empty slot; `pools` one (T,) weight per side: a side's mean is the weighted sum of the outputs."""
+    `flat` (T,) their positions in the B*L layout; `dense` (T,) their slots in the compact (B, W)
+    layout the attention runs on (W = most tokens kept in a row, order kept); `source` (B*W,) the
+    packed token at each slot (an empty slot repeats token 0: it is masked as a key and its output
+    is not read, so it adds nothing, to the outputs or to the gradients); `key_bias` (B, W)
+    the log of the number of tokens each slot stands for (0 for a token standing for itself), -inf
+    for an empty slot; `pools` (B, S, W) the weights of each side's mean; `readout` (B,) the packed
+    index of one token per row (the decoder's target), or None."""
 
     flat: torch.Tensor
     dense: torch.Tensor
+    source: torch.Tensor
     key_bias: torch.Tensor
     width: int
-    pools: tuple[torch.Tensor, ...]
+    pools: torch.Tensor
+    readout: torch.Tensor | None
 
 
-def pack_tokens(real: np.ndarray, share_padding: bool, sides: tuple[tuple[int, int], ...], device) -> Packing:
+def pack_tokens(real: np.ndarray, share_padding: bool, sides: tuple[tuple[int, int], ...], device,
+                readout: np.ndarray | None = None) -> Packing:
     """real (B, L) bool, the tokens that are not padding. Keeps them and, with `share_padding`, the
     first padding token of each row standing for all of that row's padding tokens: they have the same
     input (zero features, zero time features, zero counts, no position), hence, without dropout, the
     same output at every layer, and attending to m equal keys is attending to one with its logit
     raised by log m. `sides`: (lo, hi) column ranges whose tokens are averaged (padding included, as
-    DyGLib): weight 1/(hi - lo) per real token of the side, n_pad/(hi - lo) for the representative."""
+    DyGLib): weight 1/(hi - lo) per real token of the side, n_pad/(hi - lo) for the representative.
+    `readout` (B,): a kept column per row whose packed index is wanted."""
     batch, length = real.shape
     pad = ~real
     first = pad & (np.cumsum(pad, axis=1) == 1) if share_padding else np.zeros_like(pad)
@@ -232,15 +238,23 @@ def pack_tokens(real: np.ndarray, share_padding: bool, sides: tuple[tuple[int, i
     rows, cols = np.nonzero(keep)  # (T,) row-major
     slot = (np.cumsum(keep, axis=1) - 1)[rows, cols]  # compact position within the row
     width = int(keep.sum(axis=1).max())
+    source = np.zeros(batch * width, dtype=np.int64)
+    source[rows * width + slot] = np.arange(len(rows))
     key_bias = np.full((batch, width), -np.inf, dtype=np.float32)
     key_bias[rows, slot] = np.log(np.where(first, pad.sum(axis=1, keepdims=True), 1)[rows, cols])
-    pools = []
-    for lo, hi in sides:
+    pools = np.zeros((batch, len(sides), width), dtype=np.float32)
+    for j, (lo, hi) in enumerate(sides):
         n_pad = pad[:, lo:hi].sum(axis=1)[rows]  # (T,) the side's padding tokens in the token's row
         on_side = (cols >= lo) & (cols < hi) & real[rows, cols]
-        pools.append((np.where(on_side, 1.0, np.where(first[rows, cols], n_pad, 0.0)) / (hi - lo)).astype(np.float32))
-    flat, dense, key_bias, *pools = to_device(device, rows * length + cols, rows * width + slot, key_bias, *pools)
-    return Packing(flat, dense, key_bias, width, tuple(pools))
+        pools[rows, j, slot] = np.where(on_side, 1.0, np.where(first[rows, cols], n_pad, 0.0)) / (hi - lo)
+    extra = ()
+    if readout is not None:
+        packed_index = np.full((batch, length), -1, dtype=np.int64)
+        packed_index[rows, cols] = np.arange(len(rows))
+        extra = (packed_index[np.arange(batch), readout],)
+    flat, dense, source, key_bias, pools, *extra = to_device(device, rows * length + cols, rows * width + slot, source,
+                                                             key_bias, pools, *extra)
+    return Packing(flat, dense, source, key_bias, width, pools, extra[0] if extra else None)
 
 
 # ------------------------------------------------------------------ the model
@@ -377,11 +391,8 @@ class DyGFormer(TemporalBackbone):
     def _pool(self, out: torch.Tensor, pack: Packing) -> torch.Tensor:
         """(T, d) outputs -> (B, S, d) mean of each side's patches, padding included (DyGLib)."""
         batch, width = pack.key_bias.shape
-        # (T, d) -> compact (B, W, d); pooling weights (T, S) -> (B, S, W); (B, S, W) @ (B, W, d) -> (B, S, d)
-        dense = out.new_zeros(batch * width, out.shape[-1]).index_copy(0, pack.dense, out).view(batch, width, -1)
-        weights = out.new_zeros(batch * width, len(pack.pools)).index_copy(
-            0, pack.dense, torch.stack(pack.pools, dim=1).to(out.dtype))
-        return torch.bmm(weights.view(batch, width, -1).transpose(1, 2), dense)
+        # (T, d) -> compact (B, W, d); (B, S, W) @ (B, W, d) -> (B, S, d)
+        return torch.bmm(pack.pools.to(out.dtype), out[pack.source].view(batch, width, -1))
 
     def side_outputs(self, enc: Encoded, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One side through the transformer alone (separate and decoder variants): (B, d) pooled
@@ -393,10 +404,10 @@ class DyGFormer(TemporalBackbone):
                 out, weights = self._run(x, need_weights)
                 return self._readout(out, enc.seq), weights
             # the padding after the target never reaches it under the causal mask: left out, in training too
-            pack = pack_tokens(np.concatenate([np.ones((len(real), 1), bool), real], axis=1), False, (), self.device)
-            out = self._run_packed(x, pack)  # (T, d)
-            dense = out.new_zeros(len(real) * pack.width, out.shape[-1]).index_copy(0, pack.dense, out)
-            return self._readout(dense.view(len(real), pack.width, -1), enc.seq), None
+            target = (enc.seq.lengths - 1) // self.patch_size + 1  # (B,) the node's own patch, after the BOS
+            pack = pack_tokens(np.concatenate([np.ones((len(real), 1), bool), real], axis=1), False, (), self.device,
+                               readout=target)
+            return self._run_packed(x, pack)[pack.readout], None
         if need_weights or not (self._packs() and self._padding_shared):
             out, weights = self._run(enc.patches, need_weights)
             return out.mean(dim=1), weights  # DyGLib: mean over every patch, padding included
