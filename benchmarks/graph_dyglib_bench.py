@@ -195,7 +195,7 @@ class ProjectModel:
         self.model = lp.LinkPredictionModel(backbone)
         self.train_graph, self.full_graph = train_graph, full_graph
         self.state = lp.stream_state(backbone)
-        self.autocast = lambda: lp.autocast({"amp": amp}, torch.device("cpu"))  # noqa: E731
+        self.autocast = lambda: lp.autocast(amp, torch.device("cpu"))  # noqa: E731
 
     def set_graph(self, training: bool) -> None:
         self.model.train(training)

@@ -384,14 +384,14 @@ def test_bfloat16_autocast_is_a_setting_close_to_float32():
     src, dst, ts, neg = batch(edges)
     with torch.no_grad():
         exact = model.score(src, dst, src, neg, ts)[0]
-        with autocast({"amp": "bfloat16"}, torch.device("cpu")):
+        with autocast("bfloat16", torch.device("cpu")):
             low = model.score(src, dst, src, neg, ts)[0]
-        with autocast({}, torch.device("cpu")):
+        with autocast("none", torch.device("cpu")):
             off = model.score(src, dst, src, neg, ts)[0]
     torch.testing.assert_close(off, exact, rtol=0, atol=0)
     assert not torch.equal(low.float(), exact) and torch.allclose(low.float(), exact, atol=0.1)
     with pytest.raises(ValueError, match="amp"):
-        autocast({"amp": "float8"}, torch.device("cpu"))
+        autocast("float8", torch.device("cpu"))
 
 
 def test_the_tasks_fused_adam_makes_torchs_default_adam_step():

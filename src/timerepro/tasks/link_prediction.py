@@ -32,7 +32,6 @@ or evaluation; neighbour retrieval results are moved once per batch (`backbone.t
 
 from __future__ import annotations
 
-import contextlib
 import resource
 from typing import Callable
 
@@ -49,9 +48,9 @@ from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_s
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.dygformer import DyGFormer, dygformer_hparams, recency_index_stats
 from timerepro.models.graph.attention_record import RECORDABLE, attention_records, record_attention, sample_edges
+from timerepro.models.graph.backbone import NodeEmbedder
 from timerepro.models.graph.cawn import CAWN
 from timerepro.models.graph.defaults import with_dataset_defaults
-from timerepro.models.graph.backbone import NodeEmbedder
 from timerepro.models.graph.memory import stream_state
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
 from timerepro.models.graph.tgn import TGN
@@ -191,9 +190,8 @@ def adam(model: nn.Module, lr: float) -> torch.optim.Adam:
     return torch.optim.Adam(model.parameters(), lr=lr, fused=device.type in ("cpu", "cuda"))
 
 
-def autocast(config: dict, device: torch.device):
-    """The forward passes' autocast context for `config["amp"]` (absent or "none": float32, a no-op)."""
-    amp = config.get("amp", "none")
+def autocast(amp: str, device: torch.device):
+    """The forward passes' autocast context for the `amp` setting ("none": float32, a no-op)."""
     if amp not in AMP:
         raise ValueError(f"unknown amp setting {amp!r}; known: {sorted(AMP)}")
     return torch.autocast(device.type, dtype=AMP[amp], enabled=AMP[amp] is not None)
@@ -211,22 +209,23 @@ def count_parameters(model: nn.Module) -> int:
 
 @torch.no_grad()
 def evaluate(model: LinkPredictionModel, data: CTDGData, idx: np.ndarray, sampler, graph: TemporalNeighbors,
-             batch_size: int, amp=None) -> dict:
+             batch_size: int, amp: str = "none") -> dict:
     """DyGLib's evaluation of the edges `idx` (chronological): reset the negative sampler and the
     neighbour stream, score each batch's positives and its negatives (sigmoid probabilities in
     float32, as DyGLib), then AP/AUC per batch averaged (`ap`, `auc`), over the whole split
-    (`ap_whole`, `auc_whole`), and the BCE over the whole split (`loss`). `amp`: an autocast context
-    factory (`autocast`), float32 if None. Probabilities stay on the device until the end."""
+    (`ap_whole`, `auc_whole`), and the BCE over the whole split (`loss`). `amp`: the autocast setting
+    (`autocast`). Probabilities stay on the device until the end."""
     model.eval()
     model.backbone.set_graph(graph, _neighbor_rng(EVAL_NEIGHBOR_SEED))
     sampler.reset()
     state = stream_state(model.backbone)
+    device = next(model.parameters()).device
     pos, neg = [], []
     for start in range(0, len(idx), batch_size):
         b = idx[start:start + batch_size]
         src, dst, ts = data.src[b], data.dst[b], data.ts[b]
         neg_src, neg_dst = sampler.sample_for_batch(src, dst, ts)
-        with amp() if amp is not None else contextlib.nullcontext():
+        with autocast(amp, device):
             pos_logits, neg_logits = model.score(src, dst, neg_src, neg_dst, ts)
         pos.append(torch.sigmoid(pos_logits.float()))
         neg.append(torch.sigmoid(neg_logits.float()))
@@ -298,8 +297,8 @@ def run(config: dict, ctx) -> dict:
     val_idx = np.flatnonzero(split.val)
 
     state = stream_state(model.backbone)
-    amp = lambda: autocast(config, device)  # noqa: E731
-    autocast(config, device)  # refuse an unknown setting before the first epoch
+    amp = config.get("amp", "none")  # optional (absent from older configs, so their run ids stay)
+    autocast(amp, device)  # refuse an unknown setting before the first epoch
 
     def train_epoch(epoch: int) -> dict:
         model.train()
@@ -313,7 +312,7 @@ def run(config: dict, ctx) -> dict:
             b = train_idx[start:start + batch_size]
             src, dst, ts = data.src[b], data.dst[b], data.ts[b]
             neg_src, neg_dst = negatives.sample_for_batch(src, dst, ts)  # neg_src = src (DyGLib training)
-            with amp():
+            with autocast(amp, device):
                 pos_logits, neg_logits = model.score(src, dst, neg_src, neg_dst, ts)
             logits = torch.cat([pos_logits, neg_logits]).float()  # (2B,)
             labels = torch.cat([torch.ones(len(b), device=device), torch.zeros(len(b), device=device)])
