@@ -251,9 +251,9 @@ class NeighborAttentionBackbone(TemporalBackbone):
         # layer 0 depends on the node only: one base row per distinct node of the call
         base_nodes, base_pos = np.unique(np.concatenate([q_nodes, ids.ravel()]), return_inverse=True)
         base_pos = base_pos.reshape(-1)
-        arrays = to_device(self.device, base_nodes, base_pos, ids != 0, eids, dt, top, *below)
-        base_ids, base_pos, valid, eids, dt, top, below = arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], \
-            arrays[5], arrays[6:]
+        # every host array of the call, to the device with one copy per dtype
+        base_ids, base_pos, valid, eids, dt, top, *below = to_device(self.device, base_nodes, base_pos, ids != 0, eids,
+                                                                     dt, top, *below)
         q1 = sizes[-1]
         base = self._base(base_nodes, base_ids)  # (U, d_node)
         base_self = base[base_pos[:q1]]  # (Q_1, d_node)
