@@ -12,6 +12,8 @@ and DyGFormer (max length 32, patch 1, d_ch 50, cosine d_T 100; `dygformer_linea
 the separate and decoder variants optionally). Each model runs in its own process so that its peak
 resident memory (ru_maxrss) is its own.
 
+Absolute figures of the project alone; the ratios to DyGLib are `graph_dyglib_bench.py`'s.
+
 Run: nice -n 19 python benchmarks/graph_models_bench.py [--batches 3] [--models tgat dygformer]
 """
 
@@ -47,7 +49,7 @@ def run_one(name: str, batches: int, threads: int) -> dict:
     from timerepro.graphs.neighbors import TemporalNeighbors
     from timerepro.models.graph.dygformer import DyGFormer
     from timerepro.models.graph.tgat import TGAT
-    from timerepro.tasks.link_prediction import LinkPredictionModel, count_parameters
+    from timerepro.tasks.link_prediction import LinkPredictionModel, adam, count_parameters
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -61,7 +63,7 @@ def run_one(name: str, batches: int, threads: int) -> dict:
         backbone = DyGFormer(node_feat, edge_feat, time_mean=0.0, time_std=86400.0, **cfg)
     backbone.set_graph(graph, np.random.RandomState(0))
     model = LinkPredictionModel(backbone)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    opt = adam(model, 1e-4)  # what the task uses
     rng = np.random.default_rng(0)
 
     def batch(i):
@@ -72,7 +74,7 @@ def run_one(name: str, batches: int, threads: int) -> dict:
     t0 = time.perf_counter()
     for i in range(batches):
         s, d, t, neg = batch(i)
-        logits = torch.cat([model(s, d, t), model(s, neg, t)])  # (2B,)
+        logits = torch.cat(model.score(s, d, s, neg, t))  # (2B,), as the task scores a batch
         loss = F.binary_cross_entropy_with_logits(logits, torch.cat([torch.ones(BATCH), torch.zeros(BATCH)]))
         opt.zero_grad()
         loss.backward()
@@ -83,7 +85,7 @@ def run_one(name: str, batches: int, threads: int) -> dict:
     with torch.no_grad():
         for i in range(batches):
             s, d, t, neg = batch(batches + i)
-            torch.sigmoid(model(s, d, t)), torch.sigmoid(model(s, neg, t))
+            [torch.sigmoid(x) for x in model.score(s, d, s, neg, t)]
     eval_s = time.perf_counter() - t0
     edges = batches * BATCH
     return {"model": name, "batches": batches, "train_edges_per_s": edges / train_s, "eval_edges_per_s": edges / eval_s,

@@ -20,15 +20,19 @@ Metric names: `{val|test}_{transductive|inductive}_{negatives}_{ap|auc|ap_whole|
 A backbone is a model of params/models.yaml serving link_prediction (MODELS, a view of that file), whose
 builder `build(config, data, split, train_graph) -> module` returns a module with
 `pair_embeddings(src, dst, times) -> (h_src, h_dst)`, `set_graph(neighbors, rng)` and `out_dim`.
-A backbone with a state that evolves with the stream (TGN's memory) also has the optional hooks the
-task calls when present (`_hook`), as DyGLib drives its memory bank:
-`reset_state()` at the start of every training epoch; `observe(src, dst, times, edge_ids)` after each
-batch of positives has been scored (training: after `backward`, before the optimizer step; evaluation:
-after the batch's negatives too), so a batch never sees its own edges; `backup_state(name)` /
-`restore_state(name)`: copies kept in the backbone's `state_dict` (hence in checkpoints), taken at the
-end of each training epoch ("train_end") and after model selection ("val_end"): validation parts start
-from the end of training, test parts from the end of validation. `pair_embeddings` must not change
-that state.
+Optional, compatible extensions of that contract:
+* `embed(nodes, times)` and `queries_independent` (`backbone.NodeEmbedder`): a backbone whose embedding
+  of a (node, time) query does not depend on the other queries (TGAT, TGN with `recent` sampling) has a
+  batch's 4B endpoint queries embedded in one call, so the sources shared by the positives and the
+  random negatives (and any repeat) are embedded once (`LinkPredictionModel.score`);
+* a state that evolves with the stream (TGN's memory) is a `memory.StreamState`, which the loops call
+  explicitly through `stream_state(backbone)` (a no-op for backbones without one): reset at the start of
+  every training epoch, observe each batch after it is scored, detach after each optimizer step, backup
+  and restore named copies around validation and test (`models/graph/memory.py` says when and why).
+
+Settings: `amp: bfloat16` runs the forward passes under autocast (`none`, float32, by default; not exact).
+The batch loops keep losses and probabilities on the model's device and read them back once per epoch
+or evaluation; neighbour retrieval results are moved once per batch (`backbone.to_device`).
 """
 
 from __future__ import annotations
@@ -49,8 +53,10 @@ from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_s
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.dygformer import DyGFormer, dygformer_hparams, recency_index_stats
 from timerepro.models.graph.attention_record import RECORDABLE, attention_records, record_attention, sample_edges
+from timerepro.models.graph.backbone import NodeEmbedder
 from timerepro.models.graph.cawn import CAWN, walks_as_array
 from timerepro.models.graph.defaults import with_dataset_defaults
+from timerepro.models.graph.memory import stream_state
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
 from timerepro.models.graph.tgn import TGN
 from timerepro.models.registry import TaskModels
@@ -64,6 +70,7 @@ PARTS = (("val", "val", "val_transductive"), ("new_node_val", "new_node_val", "v
 MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max", "loss": "min"}
 # model selection on the validation edges of a setting (swinit's inductive runs select on new-node edges)
 MONITOR_PARTS = {"transductive": "val", "inductive": "new_node_val"}
+AMP = {"none": None, "bfloat16": torch.bfloat16}
 
 
 # ------------------------------------------------------------------ statistics of time differences
@@ -195,12 +202,28 @@ class LinkPredictionModel(nn.Module):
         h_src, h_dst = self.backbone.pair_embeddings(src, dst, times)
         return self.predictor(h_src, h_dst)
 
+    def score(self, src, dst, neg_src, neg_dst, times) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (B,) of a batch's positive edges and (B,) of its negatives, all at `times` (B,).
 
-def _hook(model: LinkPredictionModel, name: str, *args) -> None:
-    """Call the backbone's optional state hook `name` if it has one (see the module docstring)."""
-    method = getattr(model.backbone, name, None)
-    if method is not None:
-        method(*args)
+        A backbone with independent queries embeds the 4B endpoints in one call (each distinct
+        (node, time) once: the sources the random negatives share with the positives, repeats); others
+        are called as DyGLib calls them, positives then negatives."""
+        bb = self.backbone
+        if not (isinstance(bb, NodeEmbedder) and bb.queries_independent):
+            return self(src, dst, times), self(neg_src, neg_dst, times)
+        n = len(src)
+        times = np.asarray(times, dtype=np.float64)
+        h = bb.embed(np.concatenate([src, neg_src, dst, neg_dst]), np.tile(times, 4))  # (4B, d)
+        # one predictor call on the 2B pairs: [h_src; h_neg_src] with [h_dst; h_neg_dst] -> (2B,)
+        logits = self.predictor(h[: 2 * n], h[2 * n:])
+        return logits[:n], logits[n:]
+
+
+def autocast(amp: str, device: torch.device):
+    """The forward passes' autocast context for the `amp` setting ("none": float32, a no-op)."""
+    if amp not in AMP:
+        raise ValueError(f"unknown amp setting {amp!r}; known: {sorted(AMP)}")
+    return torch.autocast(device.type, dtype=AMP[amp], enabled=AMP[amp] is not None)
 
 
 def _neighbor_rng(seed: int) -> np.random.RandomState:
@@ -215,34 +238,49 @@ OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
 
 def make_optimizer(config: dict, params) -> torch.optim.Optimizer:
-    """`optimizer` (adam: DyGLib; adamw: swinit 6.1) with `lr` and `weight_decay` (0 unless set)."""
+    """`optimizer` (adam: DyGLib; adamw: swinit 6.1) with `lr` and `weight_decay` (0 unless set), as one fused
+    kernel over all parameters where torch has one (the same update, without a dozen small operations per
+    parameter tensor)."""
     name = config.get("optimizer", "adam")
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; known: {sorted(OPTIMIZERS)}")
-    return OPTIMIZERS[name](params, lr=float(config["lr"]), weight_decay=float(config.get("weight_decay", 0.0)))
+    params = list(params)
+    fused = bool(params) and params[0].device.type in ("cpu", "cuda")
+    return OPTIMIZERS[name](params, lr=float(config["lr"]), weight_decay=float(config.get("weight_decay", 0.0)),
+                            fused=fused)
+
+
+def adam(model: nn.Module, lr: float) -> torch.optim.Optimizer:
+    """DyGLib's optimizer, Adam(lr), fused (`make_optimizer` with the defaults)."""
+    return make_optimizer({"lr": lr}, model.parameters())
 
 
 # ------------------------------------------------------------------ evaluation
 
 @torch.no_grad()
 def evaluate(model: LinkPredictionModel, data: CTDGData, idx: np.ndarray, sampler, graph: TemporalNeighbors,
-             batch_size: int) -> dict:
+             batch_size: int, amp: str = "none") -> dict:
     """DyGLib's evaluation of the edges `idx` (chronological): reset the negative sampler and the
     neighbour stream, score each batch's positives and its negatives (sigmoid probabilities in
     float32, as DyGLib), then AP/AUC per batch averaged (`ap`, `auc`), over the whole split
-    (`ap_whole`, `auc_whole`), and the BCE over the whole split (`loss`)."""
+    (`ap_whole`, `auc_whole`), and the BCE over the whole split (`loss`). `amp`: the autocast setting
+    (`autocast`). Probabilities stay on the device until the end."""
     model.eval()
     model.backbone.set_graph(graph, _neighbor_rng(EVAL_NEIGHBOR_SEED))
     sampler.reset()
+    state = stream_state(model.backbone)
+    device = next(model.parameters()).device
     pos, neg = [], []
     for start in range(0, len(idx), batch_size):
         b = idx[start:start + batch_size]
         src, dst, ts = data.src[b], data.dst[b], data.ts[b]
         neg_src, neg_dst = sampler.sample_for_batch(src, dst, ts)
-        pos.append(torch.sigmoid(model(src, dst, ts)).cpu())
-        neg.append(torch.sigmoid(model(neg_src, neg_dst, ts)).cpu())
-        _hook(model, "observe", src, dst, ts, data.edge_ids[b])  # the batch's edges, after its predictions
-    pos_p, neg_p = torch.cat(pos), torch.cat(neg)
+        with autocast(amp, device):
+            pos_logits, neg_logits = model.score(src, dst, neg_src, neg_dst, ts)
+        pos.append(torch.sigmoid(pos_logits.float()))
+        neg.append(torch.sigmoid(neg_logits.float()))
+        state.observe(src, dst, ts, data.edge_ids[b])  # the batch's edges, after its predictions
+    pos_p, neg_p = torch.cat(pos).cpu(), torch.cat(neg).cpu()
     m = batched_metrics(pos_p.numpy(), neg_p.numpy(), batch_size=batch_size)
     probs = torch.cat([pos_p, neg_p])
     labels = torch.cat([torch.ones_like(pos_p), torch.zeros_like(neg_p)])
@@ -269,7 +307,7 @@ def _record_attention(model: LinkPredictionModel, data: CTDGData, split: LinkSpl
     from timerepro.io import atomic_write_bytes
 
     idx = sample_edges(np.flatnonzero(split.test), k, seed=seed)
-    _hook(model, "restore_state", "val_end")
+    stream_state(model.backbone).restore_state("val_end")
     model.backbone.set_graph(graph, _neighbor_rng(EVAL_NEIGHBOR_SEED))
     recorded = record_attention(model.backbone, data.src[idx], data.dst[idx], data.ts[idx])
     columns = attention_records(recorded, causal=model.backbone.causal)
@@ -312,32 +350,38 @@ def run(config: dict, ctx) -> dict:
         raise ValueError(f"{config['dataset']}: no new-node validation edge, so no inductive model selection")
     val_idx = np.flatnonzero(getattr(split, monitor_part))  # the edges of the monitored setting
 
+    state = stream_state(model.backbone)
+    amp = config.get("amp", "none")  # optional (absent from older configs, so their run ids stay)
+    autocast(amp, device)  # refuse an unknown setting before the first epoch
+
     def train_epoch(epoch: int) -> dict:
         model.train()
         model.backbone.set_graph(train_graph, _neighbor_rng(TRAIN_NEIGHBOR_SEED))
         # the training negatives of epoch e come from a stream seeded by (seed, e): a resumed run
         # draws exactly the negatives the uninterrupted run drew
         negatives.random_state = np.random.RandomState([seed, epoch])
-        _hook(model, "reset_state")  # DyGLib: fresh memory at the start of every epoch
-        total, count = 0.0, 0
+        state.reset_state()  # DyGLib: fresh memory at the start of every epoch
+        total = torch.zeros((), device=device, dtype=torch.float64)  # read back once, at the end of the epoch
         for start in ctx.progress(range(0, len(train_idx), batch_size), desc=f"epoch {epoch}"):
             b = train_idx[start:start + batch_size]
             src, dst, ts = data.src[b], data.dst[b], data.ts[b]
             neg_src, neg_dst = negatives.sample_for_batch(src, dst, ts)  # neg_src = src (DyGLib training)
-            logits = torch.cat([model(src, dst, ts), model(neg_src, neg_dst, ts)])  # (2B,)
-            labels = torch.cat([torch.ones(len(b)), torch.zeros(len(b))]).to(device)
+            with autocast(amp, device):
+                pos_logits, neg_logits = model.score(src, dst, neg_src, neg_dst, ts)
+            logits = torch.cat([pos_logits, neg_logits]).float()  # (2B,)
+            labels = torch.cat([torch.ones(len(b), device=device), torch.zeros(len(b), device=device)])
             loss = F.binary_cross_entropy_with_logits(logits, labels)
             opt.zero_grad()
             loss.backward()
-            _hook(model, "observe", src, dst, ts, data.edge_ids[b])  # with the parameters that scored the batch
+            state.observe(src, dst, ts, data.edge_ids[b])  # with the parameters that scored the batch
             opt.step()
-            total += loss.item() * len(b)
-            count += len(b)
-        _hook(model, "backup_state", "train_end")  # where validation starts (DyGLib's train backup)
-        return {"train_loss": total / max(count, 1)}
+            state.detach_state()  # DyGLib: no gradient back past this batch
+            total += loss.detach().double() * len(b)
+        state.backup_state("train_end")  # where validation starts (DyGLib's train backup)
+        return {"train_loss": total.item() / max(len(train_idx), 1)}
 
     def validate() -> dict:
-        m = evaluate(model, data, val_idx, monitor_samplers[monitor_part], full_graph, batch_size)
+        m = evaluate(model, data, val_idx, monitor_samplers[monitor_part], full_graph, batch_size, amp)
         return {k: v for k, v in m.items() if k != "n_edges"}
 
     result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode=MONITOR_MODE[monitor],
@@ -345,15 +389,15 @@ def run(config: dict, ctx) -> dict:
 
     metrics: dict = {}
     evaluated: dict = {}
-    _hook(model, "backup_state", "val_end")  # the best state has seen the validation edges
+    state.backup_state("val_end")  # the best state has seen the validation edges
     for strategy in eval_negatives:
         samplers = monitor_samplers if strategy == monitor_negatives else dyglib_eval_samplers(data, split, strategy)
         for sampler_name, mask_name, prefix in PARTS:
             if sampler_name not in samplers:
                 continue  # no new-node edge in this split (tiny graphs)
             idx = np.flatnonzero(getattr(split, mask_name))
-            _hook(model, "restore_state", "train_end" if prefix.startswith("val") else "val_end")
-            m = evaluate(model, data, idx, samplers[sampler_name], full_graph, batch_size)
+            state.restore_state("train_end" if prefix.startswith("val") else "val_end")
+            m = evaluate(model, data, idx, samplers[sampler_name], full_graph, batch_size, amp)
             evaluated[f"{prefix}_{strategy}"] = m["n_edges"]
             for key in ("ap", "auc", "ap_whole", "auc_whole"):
                 metrics[f"{prefix}_{strategy}_{key}"] = m[key]

@@ -36,6 +36,7 @@ from timerepro.data.ctdg import CTDGData, link_prediction_split, node_classifica
 from timerepro.graphs.evaluate import roc_auc
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.io import atomic_write_bytes, atomic_write_json
+from timerepro.models.graph.memory import stream_state
 from timerepro.tasks import link_prediction as lp
 from timerepro.train import fit
 
@@ -139,16 +140,17 @@ def source_embeddings(model: lp.LinkPredictionModel, data: CTDGData, idx: np.nda
     neighbour stream restarts (seed 1), a memory backbone is reset first if `reset` and sees each batch
     after it is embedded."""
     model.backbone.set_graph(graph, lp._neighbor_rng(lp.EVAL_NEIGHBOR_SEED))
+    state = stream_state(model.backbone)
     if reset:
-        lp._hook(model, "reset_state")
+        state.reset_state()
     out = []
     for start in range(0, len(idx), batch_size):
         b = idx[start:start + batch_size]
         src, dst, ts = data.src[b], data.dst[b], data.ts[b]
         h_src, _ = _classification_embeddings(model.backbone)(src, dst, ts)  # (B, d)
-        out.append(h_src.float().cpu())
-        lp._hook(model, "observe", src, dst, ts, data.edge_ids[b])
-    return torch.cat(out) if out else torch.zeros(0, _classification_dim(model.backbone))
+        out.append(h_src.float())  # on the device until the end of the pass
+        state.observe(src, dst, ts, data.edge_ids[b])
+    return torch.cat(out).cpu() if out else torch.zeros(0, _classification_dim(model.backbone))
 
 
 def _classification_embeddings(backbone: nn.Module):

@@ -24,8 +24,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from timerepro.encoders import make_encoder
-from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.backbone import TemporalBackbone, to_device
 
 SAMPLING = ("recent", "uniform", "time_interval_aware")
 
@@ -89,14 +88,15 @@ class BiLSTMLast(nn.Module):
         self.out_dim = 2 * (hidden_dim // 2)
         self.lstm = nn.LSTM(input_dim, hidden_dim // 2, batch_first=True, bidirectional=True)
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """x (B, M, L+1, d), lengths (B, M) >= 1 -> (B, M, out_dim)."""
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor, last: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, M, L+1, d), lengths (B, M) >= 1 (on the host: the packing reads them there) -> (B, M, out_dim).
+        `last`: lengths - 1 already on x's device, if the caller has it (saves a copy)."""
         b, m, steps, d = x.shape
         flat_len = lengths.reshape(-1).cpu()
         packed = pack_padded_sequence(x.reshape(b * m, steps, d), flat_len, batch_first=True, enforce_sorted=False)
         out, _ = self.lstm(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=steps)  # (B*M, L+1, out_dim)
-        last = (flat_len - 1).to(out.device)
+        last = (flat_len - 1).to(out.device) if last is None else last.reshape(-1)
         # (B*M, out_dim): the output at each walk's last valid step
         return out[torch.arange(b * m, device=out.device), last].reshape(b, m, self.out_dim)
 
@@ -118,27 +118,22 @@ class WalkTransformer(nn.Module):
         return self.norm1(h + self.dropout(self.ffn(h)))
 
 
-class CAWN(nn.Module):
+class CAWN(TemporalBackbone):
     """CAWN backbone: pair embeddings from anonymised causal temporal walks."""
+
+    samplings = SAMPLING
 
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, encoder: str = "cosine", time_dim: int = 100,
                  time_mean: float = 0.0, time_std: float = 1.0, position_dim: int = 172, walk_length: int = 1,
                  num_walk_heads: int = 8, num_neighbors: int = 32, dropout: float = 0.1,
                  sampling: str = "time_interval_aware", time_scaling_factor: float = 1e-6,
                  encoder_options: dict | None = None):
-        super().__init__()
-        if sampling not in SAMPLING:
-            raise ValueError(f"unknown neighbour sampling {sampling!r}; known: {SAMPLING}")
+        super().__init__(node_feat, edge_feat, encoder=encoder, time_dim=time_dim, time_mean=time_mean,
+                         time_std=time_std, sampling=sampling, encoder_options=encoder_options)
         if walk_length < 1 or num_neighbors < 1:
             raise ValueError("walk_length and num_neighbors must be >= 1")
-        self.register_buffer("node_feat", torch.as_tensor(np.asarray(node_feat), dtype=torch.float32), persistent=False)
-        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
-        self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
-        self.time_dim, self.position_dim, self.walk_length = time_dim, position_dim, walk_length
-        self.num_neighbors, self.sampling, self.time_scaling_factor = num_neighbors, sampling, float(time_scaling_factor)
-        self.time_mean, self.time_std = float(time_mean), float(time_std)
-        # encoder_options: the encoder's named variants (docs/fidelity.md, item 5)
-        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std, **(encoder_options or {}))
+        self.position_dim, self.walk_length = position_dim, walk_length
+        self.num_neighbors, self.time_scaling_factor = num_neighbors, float(time_scaling_factor)
         self.position_mlp = nn.Sequential(nn.Linear(walk_length + 1, position_dim), nn.ReLU(),
                                           nn.Linear(position_dim, position_dim))
         input_dim = self.node_dim + self.edge_dim + time_dim + position_dim
@@ -149,23 +144,9 @@ class CAWN(nn.Module):
         self.project_in = nn.Linear(self.feature_lstm.out_dim + self.position_lstm.out_dim, attention_dim)
         self.transformer = WalkTransformer(attention_dim, num_walk_heads, dropout)
         self.project_out = nn.Linear(attention_dim, self.node_dim)
-        self.neighbors: TemporalNeighbors | None = None
-        self.rng = None
-
-    @property
-    def out_dim(self) -> int:
-        return self.node_dim
-
-    def set_graph(self, neighbors: TemporalNeighbors, rng=None) -> None:
-        """Interactions the walks may use, and the random stream of the sampler (reset by the caller)."""
-        if self.sampling != "recent" and rng is None:
-            raise ValueError(f"{self.sampling} neighbour sampling needs a random stream")
-        self.neighbors, self.rng = neighbors, rng
 
     def _walks(self, nodes: np.ndarray, times: np.ndarray):
-        if self.neighbors is None:
-            raise RuntimeError("call set_graph(neighbors) before computing embeddings")
-        hops = self.neighbors.multi_hop(nodes, times, self.num_neighbors, self.walk_length, strategy=self.sampling,
+        hops = self.graph().multi_hop(nodes, times, self.num_neighbors, self.walk_length, strategy=self.sampling,
                                         rng=self.rng, time_scaling_factor=self.time_scaling_factor)
         levels = [nodes[:, None]] + list(hops[0])
         return levels, walks_as_array(nodes, times, hops, self.num_neighbors)
@@ -176,26 +157,28 @@ class CAWN(nn.Module):
 
         Walks drawn more than once for the same query (sampling with replacement) are encoded once: a
         walk is fixed by its query row and its edge ids, so its code is the same (exact, a speed-up)."""
-        device = self.node_feat.device
         batch, m, steps = walk_ids.shape
         # (B*M, 1 + L+1) keys [row, edge ids]; U distinct walks, inverse (B*M,) maps each walk to its code
         keys = np.concatenate([np.repeat(np.arange(batch), m)[:, None], walk_eids.reshape(batch * m, steps)], axis=1)
         _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-        flat_ids = walk_ids.reshape(-1, steps)[first]  # (U, L+1)
         flat_times = walk_times.reshape(-1, steps)[first]  # (U, L+1)
-        ids = torch.from_numpy(flat_ids).to(device)
+        # t - t_w for every walk entry, float64 then float32 for the encoder: (U, L+1)
+        dt = (flat_times[:, :1] - flat_times).astype(np.float32)
+        flat_ids = walk_ids.reshape(-1, steps)[first]  # (U, L+1)
+        lengths = (flat_ids != 0).sum(axis=-1)[None]  # (1, U): walks are valid up to their first padding entry
+        ids, eids, dt, flat_counts, inverse, last = to_device(
+            self.device, flat_ids, walk_eids.reshape(-1, steps)[first], dt,
+            counts.reshape(batch * m, steps, 2, steps)[first], inverse.reshape(-1), lengths - 1)
+        lengths = torch.from_numpy(lengths)
         x_node = self.node_feat[ids]  # (U, L+1, d_node)
-        x_edge = self.edge_feat[torch.from_numpy(walk_eids.reshape(-1, steps)[first]).to(device)]  # (U, L+1, d_edge)
-        # t - t_w for every walk entry, float64 then float32 for the encoder: (U, L+1) -> (.., d_T)
-        phi = self.time_encoder(torch.from_numpy(flat_times[:, :1] - flat_times).float().to(device))
+        x_edge = self.edge_feat[eids]  # (U, L+1, d_edge)
+        phi = self.time_encoder(dt)  # (U, L+1, d_T)
         # (U, L+1, 2, L+1) -> MLP -> (.., 2, d_p) -> sum of the source and destination views -> (.., d_p)
-        flat_counts = counts.reshape(batch * m, steps, 2, steps)[first]
-        pos = self.position_mlp(torch.from_numpy(flat_counts).to(device)).sum(dim=-2)
-        lengths = (ids != 0).sum(dim=-1)[None]  # (1, U): walks are valid up to their first padding entry
-        walk = self.feature_lstm(torch.cat([x_node, phi, x_edge, pos], dim=-1)[None], lengths)[0]  # (U, d_f)
-        walk_pos = self.position_lstm(pos[None], lengths)[0]  # (U, d_pl)
+        pos = self.position_mlp(flat_counts).sum(dim=-2)
+        walk = self.feature_lstm(torch.cat([x_node, phi, x_edge, pos], dim=-1)[None], lengths, last)[0]  # (U, d_f)
+        walk_pos = self.position_lstm(pos[None], lengths, last)[0]  # (U, d_pl)
         codes = self.project_in(torch.cat([walk, walk_pos], dim=-1))  # (U, d_a)
-        h = codes[torch.from_numpy(inverse.reshape(-1)).to(device)].reshape(batch, m, -1)  # (B, M, d_a)
+        h = codes[inverse].reshape(batch, m, -1)  # (B, M, d_a)
         return self.project_out(self.transformer(h).mean(dim=1))  # mean over walks -> (B, d_node)
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:

@@ -26,10 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from timerepro.encoders import make_encoder
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences, patch
 from timerepro.graphs.neighbors import History, TemporalNeighbors
+from timerepro.models.graph.backbone import TemporalBackbone, to_device
+from timerepro.models.graph.defaults import with_dataset_defaults
 
 VARIANTS = ("dygformer", "dygformer_separate", "dygdecoder")
 TIME_INPUTS = ("time", "position")
@@ -112,21 +112,32 @@ def dygformer_hparams(config: dict) -> dict:
 # ------------------------------------------------------------------ layers
 
 class CooccurrenceEncoder(nn.Module):
-    """f_C: each count (B, L, 2) -> Linear(1, d) ReLU Linear(d, d), summed over the two columns."""
+    """f_C: each count (B, L, 2) -> Linear(1, d) ReLU Linear(d, d), summed over the two columns.
+
+    Counts are small integers, so f_C is computed once per value 0..max_count (a table) and looked
+    up, instead of once per entry (the same numbers). `max_count`: the largest count, if the caller
+    knows it without reading the tensor (a count is at most the longer of the pair's two sequences)."""
 
     def __init__(self, dim: int):
         super().__init__()
         self.encode = nn.Sequential(nn.Linear(1, dim), nn.ReLU(), nn.Linear(dim, dim))
 
-    def forward(self, counts: torch.Tensor) -> torch.Tensor:
-        # (B, L, 2) -> (B, L, 2, 1) -> (B, L, 2, d) -> sum over the two counts -> (B, L, d)
-        return self.encode(counts.unsqueeze(-1)).sum(dim=2)
+    def forward(self, counts: torch.Tensor, max_count: int | None = None) -> torch.Tensor:
+        if max_count is None:
+            max_count = int(counts.max()) if counts.numel() else 0
+        # values 0..max -> (max+1, 1) -> table (max+1, d); counts (B, L, 2) -> (B, L, 2, d) -> sum -> (B, L, d)
+        values = torch.arange(max_count + 1, device=counts.device, dtype=counts.dtype)
+        return self.encode(values.unsqueeze(-1))[counts.long()].sum(dim=2)
 
 
 class TransformerLayer(nn.Module):
-    """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d)."""
+    """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d).
 
-    def __init__(self, dim: int, num_heads: int, dropout: float):
+    `fused`: the attention as one QKV projection and `scaled_dot_product_attention` on the
+    `nn.MultiheadAttention` module's own parameters (the same function, fewer copies; the module itself
+    still serves `need_weights`, which the fused kernel does not return)."""
+
+    def __init__(self, dim: int, num_heads: int, dropout: float, fused: bool = True):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"attention width {dim} must be divisible by num_heads = {num_heads}")
@@ -136,15 +147,49 @@ class TransformerLayer(nn.Module):
         self.ffn_in = nn.Linear(dim, 4 * dim)
         self.ffn_out = nn.Linear(4 * dim, dim)
         self.dropout = nn.Dropout(dropout)
+        self.fused = fused
+
+    def _fused_attention(self, h: torch.Tensor, causal: bool) -> torch.Tensor:
+        att = self.attention
+        batch, length, dim = h.shape
+        heads = att.num_heads
+        # (B, L, d) -> (B, L, 3d) -> (B, L, 3, H, d_h) -> 3 x (B, H, L, d_h), views of one projection
+        q, k, v = F.linear(h, att.in_proj_weight, att.in_proj_bias).view(
+            batch, length, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=att.dropout if self.training else 0.0,
+                                             is_causal=causal)  # (B, H, L, d_h)
+        # heads concatenated: (B, H, L, d_h) -> (B, L, d) -> output projection
+        return F.linear(out.transpose(1, 2).reshape(batch, length, dim), att.out_proj.weight, att.out_proj.bias)
+
+    def forward_packed(self, x: torch.Tensor, pack: Packing, causal: bool = False) -> torch.Tensor:
+        """The layer on packed tokens x (T, d) -> (T, d): every per-token operation on the kept tokens
+        only, the attention on the compact (B, W) layout with `pack.key_bias` on its keys."""
+        att = self.attention
+        tokens, dim = x.shape
+        batch, width, heads = pack.key_bias.shape[0], pack.width, att.num_heads
+        qkv = F.linear(self.norm_attn(x), att.in_proj_weight, att.in_proj_bias)  # (T, 3d)
+        # (T, 3d) -> compact (B * W, 3d) -> 3 x (B, H, W, d_h)
+        q, k, v = qkv[pack.source].view(batch, width, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
+        bias = pack.key_bias.to(q.dtype)[:, None, None, :]  # (B, 1, 1, W)
+        if causal:  # (W, W): -inf where the key comes after the query
+            bias = bias + torch.full((width, width), float("-inf"), device=x.device, dtype=q.dtype).triu(1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=att.dropout if self.training else 0.0)
+        # (B, H, W, d_h) -> (B * W, d) -> the kept tokens (T, d) -> output projection
+        out = out.transpose(1, 2).reshape(batch * width, dim)[pack.dense]
+        x = x + self.dropout(F.linear(out, att.out_proj.weight, att.out_proj.bias))
+        return x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
 
     def forward(self, x: torch.Tensor, causal: bool = False,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, L, d) -> (B, L, d) and, if asked, the head-averaged attention (B, L, L), rows = queries."""
-        length = x.shape[1]
-        # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
-        mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
         h = self.norm_attn(x)
-        out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
+        if self.fused and not need_weights:
+            out, weights = self._fused_attention(h, causal), None
+        else:
+            length = x.shape[1]
+            # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
+            mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
+            out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
         x = x + self.dropout(out)
         x = x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
         return x, weights
@@ -158,42 +203,93 @@ class Encoded(NamedTuple):
     counts: np.ndarray  # (B, L, 2) co-occurrence counts fed to f_C
 
 
+class Packing(NamedTuple):
+    """The tokens of a (B, L) layout that are computed, packed in row-major order (T of them).
+
+    `flat` (T,) their positions in the B*L layout; `dense` (T,) their slots in the compact (B, W)
+    layout the attention runs on (W = most tokens kept in a row, order kept); `source` (B*W,) the
+    packed token at each slot (an empty slot repeats token 0: it is masked as a key and its output
+    is not read, so it adds nothing, to the outputs or to the gradients); `key_bias` (B, W)
+    the log of the number of tokens each slot stands for (0 for a token standing for itself), -inf
+    for an empty slot; `pools` (B, S, W) the weights of each side's mean; `readout` (B,) the packed
+    index of one token per row (the decoder's target), or None."""
+
+    flat: torch.Tensor
+    dense: torch.Tensor
+    source: torch.Tensor
+    key_bias: torch.Tensor
+    width: int
+    pools: torch.Tensor
+    readout: torch.Tensor | None
+
+
+def pack_tokens(real: np.ndarray, share_padding: bool, sides: tuple[tuple[int, int], ...], device,
+                readout: np.ndarray | None = None) -> Packing:
+    """real (B, L) bool, the tokens that are not padding. Keeps them and, with `share_padding`, the
+    first padding token of each row standing for all of that row's padding tokens: they have the same
+    input (zero features, zero time features, zero counts, no position), hence, without dropout, the
+    same output at every layer, and attending to m equal keys is attending to one with its logit
+    raised by log m. `sides`: (lo, hi) column ranges whose tokens are averaged (padding included, as
+    DyGLib): weight 1/(hi - lo) per real token of the side, n_pad/(hi - lo) for the representative.
+    `readout` (B,): a kept column per row whose packed index is wanted."""
+    batch, length = real.shape
+    pad = ~real
+    first = pad & (np.cumsum(pad, axis=1) == 1) if share_padding else np.zeros_like(pad)
+    keep = real | first
+    rows, cols = np.nonzero(keep)  # (T,) row-major
+    slot = (np.cumsum(keep, axis=1) - 1)[rows, cols]  # compact position within the row
+    width = int(keep.sum(axis=1).max())
+    source = np.zeros(batch * width, dtype=np.int64)
+    source[rows * width + slot] = np.arange(len(rows))
+    key_bias = np.full((batch, width), -np.inf, dtype=np.float32)
+    key_bias[rows, slot] = np.log(np.where(first, pad.sum(axis=1, keepdims=True), 1)[rows, cols])
+    pools = np.zeros((batch, len(sides), width), dtype=np.float32)
+    for j, (lo, hi) in enumerate(sides):
+        n_pad = pad[:, lo:hi].sum(axis=1)[rows]  # (T,) the side's padding tokens in the token's row
+        on_side = (cols >= lo) & (cols < hi) & real[rows, cols]
+        pools[rows, j, slot] = np.where(on_side, 1.0, np.where(first[rows, cols], n_pad, 0.0)) / (hi - lo)
+    extra = ()
+    if readout is not None:
+        packed_index = np.full((batch, length), -1, dtype=np.int64)
+        packed_index[rows, cols] = np.arange(len(rows))
+        extra = (packed_index[np.arange(batch), readout],)
+    flat, dense, source, key_bias, pools, *extra = to_device(device, rows * length + cols, rows * width + slot, source,
+                                                             key_bias, pools, *extra)
+    return Packing(flat, dense, source, key_bias, width, pools, extra[0] if extra else None)
+
+
 # ------------------------------------------------------------------ the model
 
-class DyGFormer(nn.Module):
+class DyGFormer(TemporalBackbone):
     """DyGFormer backbone and its variants: node embeddings (B, d_node) for the endpoints of B edges.
 
     node_feat (N+1, d_node) and edge_feat (E+1, d_edge) are the padded feature tables of a
     `CTDGData` (row 0 = padding), kept as non-persistent buffers. The time encoder is
     `make_encoder(encoder, time_dim, mean=time_mean, std=time_std)`. `set_graph` chooses the
-    interactions visible to the model; the graph must be set before the first call.
+    interactions visible to the model (histories are deterministic: its `rng` is unused); the graph
+    must be set before the first call.
     """
 
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, variant: str = "dygformer",
                  encoder: str = "cosine", time_dim: int = 100, time_mean: float = 0.0, time_std: float = 1.0,
                  channel_dim: int = 50, time_channel_dim: int | None = None, patch_size: int = 1,
                  max_input_sequence_length: int = 32, num_layers: int = 2, num_heads: int = 2,
-                 dropout: float = 0.1, time_input: str = "time", encoder_options: dict | None = None):
-        super().__init__()
+                 dropout: float = 0.1, time_input: str = "time", fused_attention: bool = True,
+                 encoder_options: dict | None = None):
         if variant not in VARIANTS:
             raise ValueError(f"unknown DyGFormer variant {variant!r}; known: {VARIANTS}")
         if time_input not in TIME_INPUTS:
             raise ValueError(f"unknown time_input {time_input!r}; known: {TIME_INPUTS}")
         if patch_size < 1 or max_input_sequence_length < 2 or num_layers < 1:
             raise ValueError("patch_size >= 1, max_input_sequence_length >= 2 and num_layers >= 1 are required")
-        self.register_buffer("node_feat", torch.as_tensor(np.asarray(node_feat), dtype=torch.float32), persistent=False)
-        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        super().__init__(node_feat, edge_feat, encoder=encoder, time_dim=time_dim, time_mean=time_mean,
+                         time_std=time_std, encoder_options=encoder_options)
         self.variant = variant
         self.time_input = time_input
-        self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
-        self.time_dim = time_dim
         self.channel_dim = channel_dim
         self.time_channel_dim = channel_dim if time_channel_dim is None else int(time_channel_dim)
         self.patch_size = patch_size
         self.max_input_sequence_length = max_input_sequence_length
-        self.time_mean, self.time_std = float(time_mean), float(time_std)
-        # encoder_options: the encoder's named variants (docs/fidelity.md, item 5)
-        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std, **(encoder_options or {}))
         self.cooccurrence = CooccurrenceEncoder(channel_dim)
         p = patch_size
         self.projection = nn.ModuleDict({
@@ -203,53 +299,48 @@ class DyGFormer(nn.Module):
             "cooccurrence": nn.Linear(p * channel_dim, channel_dim),
         })
         self.model_dim = 3 * channel_dim + self.time_channel_dim
-        self.layers = nn.ModuleList(TransformerLayer(self.model_dim, num_heads, dropout) for _ in range(num_layers))
+        self.layers = nn.ModuleList(TransformerLayer(self.model_dim, num_heads, dropout, fused_attention)
+                                    for _ in range(num_layers))
         self.output = nn.Linear(self.model_dim, self.node_dim)
         if variant == "dygdecoder":
             # the authors' BOS: one learnable row of the model width, standard normal init
             self.bos = nn.Parameter(torch.randn(1, 1, self.model_dim))
-        self.neighbors: TemporalNeighbors | None = None
-
-    @property
-    def out_dim(self) -> int:
-        return self.node_dim
 
     @property
     def causal(self) -> bool:
         return self.variant == "dygdecoder"
 
-    def set_graph(self, neighbors: TemporalNeighbors, rng=None) -> None:
-        """Interactions the model may look at (histories are deterministic: `rng` is unused)."""
-        self.neighbors = neighbors
-
     # ---- inputs
     def sequences(self, nodes, times) -> History:
         """The padded (B, L) sequence of each node at its time, in this variant's layout."""
-        if self.neighbors is None:
-            raise RuntimeError("call set_graph(neighbors) before computing embeddings")
         build = decoder_sequences if self.causal else dygformer_sequences
-        return build(self.neighbors, nodes, times, self.max_input_sequence_length, self.patch_size)
-
-    def _index(self, ids: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.node_feat.device)
+        return build(self.graph(), nodes, times, self.max_input_sequence_length, self.patch_size)
 
     def _channels(self, seq: History, times: np.ndarray, counts: np.ndarray) -> torch.Tensor:
-        """(B, L) sequence -> projected patches (B, L/P, 3 d_ch + d_tc)."""
-        device = self.node_feat.device
-        valid = torch.from_numpy(seq.neighbor_ids != 0).to(device)  # (B, L)
-        node = self.node_feat[self._index(seq.neighbor_ids)]  # (B, L, d_node)
-        edge = self.edge_feat[self._index(seq.edge_ids)]  # (B, L, d_edge)
+        """(B, L) sequence -> projected patches (B, L/P, 3 d_ch + d_tc). An all-zero feature table gives
+        its channel's bias alone (the projection of zeros, exactly)."""
         if self.time_input == "time":
             # t - t_k in float64, then float32 for the encoder (DyGLib casts at the same place): (B, L)
-            dt = times[:, None] - seq.times.astype(np.float64)
+            dt = (times[:, None] - seq.times.astype(np.float64)).astype(np.float32)
         else:
-            dt = recency_index(seq, node_last=self.causal)
-        phi = self.time_encoder(torch.from_numpy(dt).float().to(device))  # (B, L, d_T)
-        phi = phi * valid.unsqueeze(-1)  # DyGLib: zero time features at padding
-        cooc = self.cooccurrence(torch.from_numpy(counts).to(device))  # (B, L, d_ch)
+            dt = recency_index(seq, node_last=self.causal).astype(np.float32)
+        max_count = int(counts.max(initial=0))
+        ids, eids, dt, counts = to_device(self.device, seq.neighbor_ids, seq.edge_ids, dt, counts)  # one copy per dtype
         p = self.patch_size
-        # each channel (B, L, d_c) -> (B, L/P, P d_c) -> (B, L/P, d_ch or d_tc), concatenated
-        return torch.cat([self.projection["node"](patch(node, p)), self.projection["edge"](patch(edge, p)),
+        batch, n_patches = ids.shape[0], ids.shape[1] // p
+
+        def channel(name: str, table: torch.Tensor, zero: bool, index: torch.Tensor) -> torch.Tensor:
+            layer = self.projection[name]
+            if zero:  # (d_ch,) -> (B, L/P, d_ch)
+                return layer.bias.expand(batch, n_patches, -1)
+            return layer(patch(table[index], p))  # (B, L, d) -> (B, L/P, P d) -> (B, L/P, d_ch)
+
+        phi = self.time_encoder(dt)  # (B, L, d_T)
+        phi = phi * (ids != 0).unsqueeze(-1)  # DyGLib: zero time features at padding
+        cooc = self.cooccurrence(counts, max_count=max_count)  # (B, L, d_ch)
+        # each channel (B, L/P, d_ch or d_tc), concatenated
+        return torch.cat([channel("node", self.node_feat, self.node_feat_zero, ids),
+                          channel("edge", self.edge_feat, self.edge_feat_zero, eids),
                           self.projection["time"](patch(phi, p)), self.projection["cooccurrence"](patch(cooc, p))],
                          dim=-1)
 
@@ -278,14 +369,52 @@ class DyGFormer(nn.Module):
         target = torch.from_numpy((seq.lengths - 1) // self.patch_size + 1).to(out.device)  # (B,)
         return out[rows, target]  # (B, d)
 
+    # ---- packed tokens: the same outputs, padding computed once per row or not at all
+    def _real_patches(self, seq: History) -> np.ndarray:
+        """(B, L/P) bool: patches holding at least one real entry (the others are all padding)."""
+        ids = seq.neighbor_ids
+        return (ids.reshape(ids.shape[0], -1, self.patch_size) != 0).any(axis=-1)
+
+    def _packs(self) -> bool:
+        """Packed tokens need the fused attention; padding may share one token when nothing is random."""
+        return self.layers[0].fused
+
+    @property
+    def _padding_shared(self) -> bool:
+        return not self.training or self.layers[0].attention.dropout == 0.0
+
+    def _run_packed(self, x: torch.Tensor, pack: Packing) -> torch.Tensor:
+        """x (B, L, d) -> the kept tokens' outputs (T, d)."""
+        h = x.reshape(-1, x.shape[-1])[pack.flat]  # (T, d)
+        for layer in self.layers:
+            h = layer.forward_packed(h, pack, causal=self.causal)
+        return h
+
+    def _pool(self, out: torch.Tensor, pack: Packing) -> torch.Tensor:
+        """(T, d) outputs -> (B, S, d) mean of each side's patches, padding included (DyGLib)."""
+        batch, width = pack.key_bias.shape
+        # (T, d) -> compact (B, W, d); (B, S, W) @ (B, W, d) -> (B, S, d)
+        return torch.bmm(pack.pools.to(out.dtype), out[pack.source].view(batch, width, -1))
+
     def side_outputs(self, enc: Encoded, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One side through the transformer alone (separate and decoder variants): (B, d) pooled
         output before the output layer, and the last layer's attention if asked."""
+        real = self._real_patches(enc.seq)
         if self.causal:
-            out, weights = self._run(self._with_bos(enc.patches), need_weights)
-            return self._readout(out, enc.seq), weights
-        out, weights = self._run(enc.patches, need_weights)
-        return out.mean(dim=1), weights  # DyGLib: mean over every patch, padding included
+            x = self._with_bos(enc.patches)
+            if need_weights or not self._packs():
+                out, weights = self._run(x, need_weights)
+                return self._readout(out, enc.seq), weights
+            # the padding after the target never reaches it under the causal mask: left out, in training too
+            target = (enc.seq.lengths - 1) // self.patch_size + 1  # (B,) the node's own patch, after the BOS
+            pack = pack_tokens(np.concatenate([np.ones((len(real), 1), bool), real], axis=1), False, (), self.device,
+                               readout=target)
+            return self._run_packed(x, pack)[pack.readout], None
+        if need_weights or not (self._packs() and self._padding_shared):
+            out, weights = self._run(enc.patches, need_weights)
+            return out.mean(dim=1), weights  # DyGLib: mean over every patch, padding included
+        pack = pack_tokens(real, True, ((0, real.shape[1]),), self.device)
+        return self._pool(self._run_packed(enc.patches, pack), pack)[:, 0], None
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
         """Embeddings (B, d_node) of both endpoints of B candidate edges at their times."""
@@ -293,8 +422,15 @@ class DyGFormer(nn.Module):
         if self.variant == "dygformer":
             n_u = enc_u.patches.shape[1]
             # (B, Lu, d) ++ (B, Lv, d) -> (B, Lu + Lv, d): one sequence, joint attention
-            out, _ = self._run(torch.cat([enc_u.patches, enc_v.patches], dim=1))
-            h_u, h_v = out[:, :n_u].mean(dim=1), out[:, n_u:].mean(dim=1)
+            x = torch.cat([enc_u.patches, enc_v.patches], dim=1)
+            if self._packs() and self._padding_shared:
+                real = np.concatenate([self._real_patches(enc_u.seq), self._real_patches(enc_v.seq)], axis=1)
+                pack = pack_tokens(real, True, ((0, n_u), (n_u, real.shape[1])), self.device)
+                pooled = self._pool(self._run_packed(x, pack), pack)  # (B, 2, d)
+                h_u, h_v = pooled[:, 0], pooled[:, 1]
+            else:
+                out, _ = self._run(x)
+                h_u, h_v = out[:, :n_u].mean(dim=1), out[:, n_u:].mean(dim=1)
         else:
             (h_u, _), (h_v, _) = self.side_outputs(enc_u), self.side_outputs(enc_v)
         return self.output(h_u), self.output(h_v)

@@ -38,13 +38,14 @@ from torch import nn
 
 from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.memory import BufferedState
 from timerepro.models.graph.framelet import Framelet, UFGConv, normalized_laplacian
 from timerepro.models.graph.spectral import SpectralFit, fit_projection
 
 INPUTS = ("trsvd", "raw", "raw_trsvd")  # Table 4: TRSVD, RAW, RAW+TRSVD
 CELLS = ("gru", "mlp")
 READOUTS = ("memory", "embedding")  # node classification reads the memory (authors' code) or the UFGConv output
-STATE = ("memory", "last_update", "pending_message", "pending_time", "has_pending")
+STATE = ("memory", "last_update", "pending_message", "pending_time", "has_pending")  # the live StreamState
 
 
 class MemoryMLP(nn.Module):
@@ -81,8 +82,10 @@ def star_graphs(centers: np.ndarray, neighbor_ids: np.ndarray) -> StarGraph:
     return StarGraph(np.concatenate([np.asarray(centers, dtype=np.int64), leaf_ids]), edges, counts.astype(np.float64))
 
 
-class SWINIT(nn.Module):
-    """SWINIT backbone; implements the task hooks set_graph/reset_state/observe/backup_state/restore_state."""
+class SWINIT(BufferedState, nn.Module):
+    """SWINIT backbone: set_graph, and the memory as a `memory.StreamState` over the buffers of STATE."""
+
+    state_names = STATE
 
     def __init__(self, num_nodes: int, edge_feat: np.ndarray, fit: SpectralFit | None, *, inputs: str,
                  memory_cell: str, memory_dim: int, embedding_dim: int, time_dim: int, encoder: str,
@@ -121,7 +124,6 @@ class SWINIT(nn.Module):
         self.register_buffer("pending_message", torch.zeros(self.num_nodes, self.message_dim))
         self.register_buffer("pending_time", torch.zeros(self.num_nodes, dtype=torch.float64))
         self.register_buffer("has_pending", torch.zeros(self.num_nodes, dtype=torch.bool))
-        self.saved_states: dict[str, dict[str, torch.Tensor]] = {}
         self.neighbors: TemporalNeighbors | None = None
 
     @property
@@ -141,24 +143,6 @@ class SWINIT(nn.Module):
     def set_graph(self, neighbors: TemporalNeighbors, rng=None) -> None:
         """Interactions the batch graphs are built from (most recent: no random stream needed)."""
         self.neighbors = neighbors
-
-    def reset_state(self) -> None:
-        """Empty memory, no pending message (at the start of every training epoch)."""
-        for name in STATE:
-            getattr(self, name).zero_()
-
-    def backup_state(self, name: str) -> None:
-        self.saved_states[name] = {k: getattr(self, k).detach().clone() for k in STATE}
-
-    def restore_state(self, name: str) -> None:
-        for k, v in self.saved_states[name].items():
-            getattr(self, k).copy_(v)
-
-    def get_extra_state(self) -> dict:
-        return {"saved_states": {n: {k: v.clone() for k, v in s.items()} for n, s in self.saved_states.items()}}
-
-    def set_extra_state(self, state: dict) -> None:
-        self.saved_states = {n: {k: v.clone() for k, v in s.items()} for n, s in state["saved_states"].items()}
 
     def encode_events(self, edge_ids: torch.Tensor) -> torch.Tensor:
         """(B,) edge ids -> (B, feature_dim): x, x V or [x; x V]."""
