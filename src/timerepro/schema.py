@@ -16,6 +16,13 @@ class ConfigError(ValueError):
         super().__init__(f"{path}: {key}: {message}")
 
 
+class NotFoundError(LookupError):
+    """A name given on the command line (run, job, artifact) that params/ does not define."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 def load_yaml(path: Path) -> object:
     try:
         with open(path, encoding="utf-8") as fh:
