@@ -173,3 +173,14 @@ def test_sampled_peak_when_the_kernel_counter_cannot_be_reset(monkeypatch):
     del block
     meter.stop()
     assert meter.method.startswith("RSS sampled") and meter.peak_mb() - meter.start_mb > 150
+
+
+def test_report_hook_lists_per_artifact_the_numbers_made_by_other_code(reg, config, tmp_path, package):
+    runs.execute_many([config], results=tmp_path, show_progress=False, fingerprints=fingerprints(reg, package))
+    assert not any(freshness.stale_by_artifact(reg, "linear_time", "smoke", tmp_path,
+                                               fingerprints(reg, package)).values())
+    edit_transformer(package, 3)
+    stale = freshness.stale_by_artifact(reg, "linear_time", "smoke", tmp_path, fingerprints(reg, package))
+    assert [s.run_id for s in stale["fig2"]] == [config["run_id"]]
+    assert freshness.changed_modules(stale["fig2"]) == ["timerepro.models.seq.transformer"]
+    assert stale["table3"] == []  # no record: nothing to mark (missing numbers are already absent)
