@@ -7,6 +7,7 @@ the one the local profile produces.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -27,14 +28,17 @@ AGGREGATE = Path("aggregated") / "linear_time.csv"
 
 
 def scratch_copy(dest: Path) -> Path:
-    """The working tree as it is (committed or not), without .venv, results, data, .snakemake."""
+    """The working tree as it is (committed or not, links kept: ./slurm is the profile), without .venv,
+    results, data, .snakemake."""
     listed = subprocess.run(
         ["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
         capture_output=True, text=True, timeout=60, check=True).stdout
     for rel in filter(None, listed.split("\0")):
         src = REPO / rel
-        if src.is_file():  # deleted-but-tracked files are skipped
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dest / rel)
+        elif src.is_file():  # deleted-but-tracked files are skipped
             shutil.copy2(src, dest / rel)
     return dest
 
@@ -81,8 +85,9 @@ def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_clus
             stderr=subprocess.STDOUT, text=True)
         try:
             results = scratch / "results"
+            # `--profile slurm`, a plain word, from the repository root: the design card's command
             proc = slurm_cluster.snakemake(scratch, "--config", "scale=smoke", f"results={results}",
-                                           timeout=900, env=copy_env(scratch))
+                                           profile="slurm", timeout=900, env=copy_env(scratch))
             local.wait(timeout=960)
         finally:
             if local.poll() is None:
@@ -94,7 +99,8 @@ def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_clus
 
     submitted = submitted_jobs(proc.stdout)
     assert submitted, proc.stdout[-4000:]
-    assert {job["rule"] for job in submitted.values()} == {"train"}  # the rest are localrules
+    assert {job["rule"] for job in submitted.values()} == {"train"}  # the rest are localrules (data included)
+    assert "Using profile slurm for setting default command line arguments" in proc.stdout
     rows = slurm_cluster.wait_sacct(
         lambda r: len(r) == len(submitted) and all(is_final(x) for x in r),
         name=run_id(proc.stdout), timeout=120)
