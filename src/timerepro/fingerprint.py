@@ -200,11 +200,12 @@ class ModuleSource:
                     todo.extend(self.refs(i))
         return keep
 
-    def imports_of(self, keep: set[int]) -> list[Import]:
-        """The imports the statements `keep` execute or read (a top-level import only for the names read)."""
+    def imports_of(self, keep: set[int]) -> list[tuple[Import, bool]]:
+        """The imports the statements `keep` execute, each with whether a kept statement reads the name
+        it binds (an import nobody reads still runs the imported module's top-level statements)."""
         used = {n for i in keep for n in self.refs(i)}
-        return [imp for imp in self.imports if imp.stmt in keep and
-                (not self.statements[imp.stmt]["import"] or imp.bound in used or imp.bound == "*")]
+        return [(imp, not self.statements[imp.stmt]["import"] or imp.bound in used or imp.bound == "*")
+                for imp in self.imports if imp.stmt in keep]
 
 
 class Source:
@@ -312,13 +313,14 @@ def code_fingerprint(roots: list[str], *, foreign: set[str] = frozenset(), forei
     followed: dict[str, set[str]] = {}  # foreign module -> the names whose imports were followed
     todo: list[tuple[str, str | None]] = [(r, None) for r in roots]
 
-    def push(src: ModuleSource, imports: list[Import]) -> None:
-        for imp in imports:
+    def push(src: ModuleSource, imports: list[tuple[Import, bool]]) -> None:
+        for imp, used in imports:
             if imp.module != PACKAGE and not imp.module.startswith(PACKAGE + "."):
                 continue
             if imp.attr is not None and src.name in dispatchers and (imp.module, imp.attr) in foreign_entries:
                 continue
-            todo.append((imp.module, imp.attr))
+            # a name nobody reads (annotations only): of another model's module, only what runs on import
+            todo.append((imp.module, imp.attr if used or imp.module not in foreign else ""))
 
     while True:
         while todo:
@@ -328,7 +330,7 @@ def code_fingerprint(roots: list[str], *, foreign: set[str] = frozenset(), forei
                 continue
             todo.extend((p, None) for p in _parents(module) if p not in whole)  # packages run on import
             if module in foreign and name is not None:
-                wanted.setdefault(module, set()).add(name)
+                wanted.setdefault(module, set()).add(name)  # "" = only its statements that run on import
             elif module not in whole:
                 whole.add(module)
                 push(src, src.imports_of(set(range(len(src.statements)))))
@@ -346,7 +348,7 @@ def code_fingerprint(roots: list[str], *, foreign: set[str] = frozenset(), forei
         if module not in whole:
             src = source.get(module)
             modules[module] = src.digest_of(src.slice(names))
-            partial[module] = sorted(names)
+            partial[module] = sorted(n for n in names if n)
     digest = _sha(json.dumps({"modules": modules, "partial": partial}, sort_keys=True))
     return CodeFingerprint(digest, dict(sorted(modules.items())), partial)
 

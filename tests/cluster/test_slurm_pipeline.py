@@ -7,9 +7,7 @@ the one the local profile produces.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,22 +23,6 @@ from .conftest import PROFILES, REPO, by_rule, is_final, run_id
 pytestmark = [pytest.mark.slurm, pytest.mark.pipeline]
 
 AGGREGATE = Path("aggregated") / "linear_time.csv"
-
-
-def scratch_copy(dest: Path) -> Path:
-    """The working tree as it is (committed or not, links kept: ./slurm is the profile), without .venv,
-    results, data, .snakemake."""
-    listed = subprocess.run(
-        ["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        capture_output=True, text=True, timeout=60, check=True).stdout
-    for rel in filter(None, listed.split("\0")):
-        src = REPO / rel
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            os.symlink(os.readlink(src), dest / rel)
-        elif src.is_file():  # deleted-but-tracked files are skipped
-            shutil.copy2(src, dest / rel)
-    return dest
 
 
 def submitted_jobs(output: str) -> dict[str, dict[str, int | str]]:
@@ -62,7 +44,7 @@ def submitted_jobs(output: str) -> dict[str, dict[str, int | str]]:
     return jobs
 
 
-def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_cluster, tmp_path):
+def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_cluster, tmp_path, scratch_copy):
     if not (REPO / "Snakefile").is_file():
         pytest.skip(f"no Snakefile at {REPO} yet: the pipeline is not there to run")
     # two copies: the local reference runs alongside the SLURM run (whose jobs leave the CPUs

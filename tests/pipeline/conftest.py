@@ -1,7 +1,6 @@
 """The smoke pipeline, run once per test session through Snakemake and papermill."""
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,16 +23,3 @@ def smoke_results(tmp_path_factory) -> Path:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return results
 
-
-def scratch_copy(dst: Path) -> Path:
-    """The working tree as it is (committed or not, links kept as links), without results, data, .venv."""
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split()
-    for rel in files:
-        src = ROOT / rel
-        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            os.symlink(os.readlink(src), dst / rel)
-        elif src.is_file():  # deleted-but-tracked files are skipped
-            shutil.copy2(src, dst / rel)
-    return dst

@@ -13,8 +13,6 @@ import pytest
 from timerepro import dvcgen, registry
 from timerepro.report import aggregate
 
-from .conftest import scratch_copy
-
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.pipeline
 
@@ -55,7 +53,8 @@ def true_attention(dt, decay):
 """
 
 
-def test_dvc_exp_run_reproduces_the_snakemake_records_and_a_code_change_reruns_exactly_its_runs(smoke_results, tmp_path):
+def test_dvc_exp_run_reproduces_the_snakemake_records_and_a_code_change_reruns_exactly_its_runs(smoke_results, tmp_path,
+                                                                                              scratch_copy):
     clone = scratch_copy(tmp_path / "clone")
     _git(clone, "init", "-q")
     _git(clone, "add", "-A")

@@ -16,7 +16,7 @@ import pytest
 from timerepro import registry
 from timerepro.paths import data_dir
 
-from .conftest import ROOT, scratch_copy
+from .conftest import ROOT
 
 pytestmark = pytest.mark.pipeline
 
@@ -45,15 +45,15 @@ def test_a_profile_named_by_a_plain_word_is_found_from_the_repository_root(profi
     """`snakemake --profile slurm` in the repository root, with an empty home folder."""
     env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "home" / ".config")}
     env.pop("SNAKEMAKE_PROFILE", None)
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", profile, "-n", "--config", "scale=smoke",
-                           f"results={tmp_path / 'results'}"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", profile, "-n", "--nolock", "--config",
+                           "scale=smoke", f"results={tmp_path / 'results'}"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"Using profile {profile} for setting default command line arguments" in proc.stdout + proc.stderr
 
 
 @pytest.fixture
-def copies(smoke_results, tmp_path):
+def copies(smoke_results, tmp_path, scratch_copy):
     """A scratch repository and a copy of the session's smoke results (run records, job markers)."""
     repo = scratch_copy(tmp_path / "repo")
     results = tmp_path / "results"
