@@ -151,6 +151,27 @@ def job_marker(results: Path, paper: str, job_id: str, fingerprint: str) -> Path
     return results / "jobs" / paper / f"{job_id}.{fingerprint}.json"
 
 
+def code_stamp(results: Path, paper: str) -> Path:
+    """The fingerprints of a paper's scheduler jobs, one file the paper's aggregation depends on."""
+    return results / "jobs" / f"{paper}.fingerprints.json"
+
+
+def update_code_stamp(path: Path, fingerprints: dict) -> Path:
+    """Write {job id: fingerprint} only when it differs from the file's content, so the file is newer
+    than the paper's aggregate exactly when some of its jobs' code or data changed. Make judges by
+    dates, and a job whose output exists never looks at inputs that are missing (the renamed markers):
+    this date is what makes the aggregate, hence the changed jobs, due again, with or without
+    Snakemake's metadata (.snakemake/, absent from a fresh clone or a copied results folder)."""
+    import json
+
+    from timerepro.io import atomic_write_text
+
+    text = json.dumps(fingerprints, indent=1, sort_keys=True) + "\n"
+    if not path.is_file() or path.read_text() != text:
+        atomic_write_text(path, text)
+    return path
+
+
 def write_job_marker(path: Path, job_id: str, runs: list[str], fingerprints: dict) -> Path:
     from timerepro.io import atomic_write_json
 

@@ -13,6 +13,8 @@ import pytest
 from timerepro import dvcgen, registry
 from timerepro.report import aggregate
 
+from .conftest import TIMEOUT
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.pipeline
 
@@ -65,7 +67,7 @@ def test_dvc_exp_run_reproduces_the_snakemake_records_and_a_code_change_reruns_e
 
     def dvc(*args, check=True):
         proc = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=clone, env=env, capture_output=True,
-                              text=True, timeout=900)
+                              text=True, timeout=TIMEOUT)
         assert proc.returncode == 0 or not check, proc.stdout[-3000:] + proc.stderr[-3000:]
         return proc
 

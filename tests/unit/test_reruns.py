@@ -184,3 +184,13 @@ def test_report_hook_lists_per_artifact_the_numbers_made_by_other_code(reg, conf
     assert [s.run_id for s in stale["fig2"]] == [config["run_id"]]
     assert freshness.changed_modules(stale["fig2"]) == ["timerepro.models.seq.transformer"]
     assert stale["table3"] == []  # no record: nothing to mark (missing numbers are already absent)
+
+
+def test_the_code_stamp_is_rewritten_only_when_a_fingerprint_changes(tmp_path):
+    path = records.code_stamp(tmp_path, "linear_time")
+    records.update_code_stamp(path, {"job1": "a" * 16})
+    stamp = path.stat().st_mtime_ns
+    records.update_code_stamp(path, {"job1": "a" * 16})
+    assert path.stat().st_mtime_ns == stamp  # same fingerprints: the date stays (nothing becomes due)
+    records.update_code_stamp(path, {"job1": "b" * 16})
+    assert json.loads(path.read_text()) == {"job1": "b" * 16}

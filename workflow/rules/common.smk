@@ -27,6 +27,9 @@ JOBS = {j.job_id: j for j in REG.jobs(SCALE)}
 PAPERS = list(registry.PAPERS)
 FINGERPRINTS = Fingerprinter(models=REG.models)
 JOB_CODE = {jid: FINGERPRINTS.job([r.config for r in j.runs]) for jid, j in JOBS.items()}
+for _paper in PAPERS:  # rewritten only when a job's fingerprint changed (see records.update_code_stamp)
+    records.update_code_stamp(records.code_stamp(RESULTS, _paper),
+                              {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper})
 
 if any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
     _unpinned = unpinned_report(REG, SCALE)
@@ -39,8 +42,9 @@ def job_marker(job):
 
 
 def paper_jobs(wc):
-    """The markers of a paper's jobs, each named by the fingerprint of the current code."""
-    return [job_marker(j) for j in JOBS.values() if j.paper == wc.paper]
+    """The markers of a paper's jobs, each named by the fingerprint of the current code, and the file
+    of those fingerprints (newer than the aggregate when one changed)."""
+    return [job_marker(j) for j in JOBS.values() if j.paper == wc.paper] + [records.code_stamp(RESULTS, wc.paper)]
 
 
 def job_data(wc):
