@@ -207,7 +207,10 @@ def estimate_run(run, refs: References) -> RunEstimate:
         peak = float(r["provenance"].get("peak_memory_mb") or 0.0)
         data_mb = _data_mb(r["config"])
         if data_mb is None:
-            memory_note = "; memory not scaled (its data is not in the cache)"
+            from timerepro.fingerprint import run_datasets
+
+            memory_note = ("; memory not scaled (its data is not in the cache)" if run_datasets(r["config"])
+                           else "; memory not scaled (generated data, nothing on disk to measure)")
         else:  # the data held in memory grows with the data; the model and the libraries do not
             peak += data_mb * (ratio - 1)
         peaks.append(peak)
