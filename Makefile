@@ -6,7 +6,7 @@ setup:
 
 # Offline default: no network, no GPU. Regenerates every implemented artifact and the report.
 reproduce: setup
-	.venv/bin/snakemake --profile profiles/local
+	.venv/bin/snakemake --profile local
 
 # The test suite (SLURM tests run when slurm-wlm is installed: workflow/scripts/install-slurm.sh).
 test: setup

@@ -1,6 +1,13 @@
 """Project-wide pytest options: tests marked `network` talk to real upstream hosts and run only with --run-network."""
 
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def pytest_addoption(parser):
@@ -80,3 +87,24 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def copy_working_tree(dst: Path) -> Path:
+    """The working tree as it is (committed or not, links kept as links: ./slurm is a profile),
+    without what git ignores (.venv, results, data, .snakemake)."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    for rel in filter(None, listed.split("\0")):
+        src = REPO / rel
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst / rel)
+        elif src.is_file():  # deleted-but-tracked files are skipped
+            shutil.copy2(src, dst / rel)
+    return dst
+
+
+@pytest.fixture(scope="session")
+def scratch_copy():
+    """`scratch_copy(folder)` copies the working tree there (see copy_working_tree) and returns it."""
+    return copy_working_tree

@@ -2,6 +2,10 @@
 
 The usual path is `snakemake --profile local` (or `--profile slurm`, or `dvc repro`), which calls
 these commands: run -> aggregate -> notebook (render) -> claims -> report.
+
+Exit status: 0 done; 1 a failure (with its traceback: a bug or a broken environment); 2 a problem
+with the input: an invalid params/ file (the message names the file and the key), an unknown name
+on the command line, a bad dataset lock, a results folder that cannot be written.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from timerepro.registry import PAPERS
+from timerepro.schema import ConfigError, NotFoundError
+
 EPILOG = """examples:
   timerepro papers                              what is reproduced, paper by paper
   timerepro artifacts linear_time               every table and figure with its status
@@ -22,7 +29,10 @@ EPILOG = """examples:
   timerepro aggregate linear_time               run records -> results/aggregated/linear_time.csv
   timerepro notebook linear_time                papermill notebook -> tables, figures
   timerepro claims && timerepro report          verdicts and results/report/index.html
+  timerepro status --scale smoke                which records are missing or made by other code
+  timerepro estimate --scale paper              runs, CPU/GPU hours and memory a scale will cost
   timerepro dvc --check                         is dvc.yaml in step with params/?
+  timerepro data pin --all                      pin every obtainable dataset (network, once)
 """
 
 
@@ -37,10 +47,18 @@ def _scale(args, reg) -> str:
 
 
 def cmd_validate(args) -> int:
+    from timerepro.data.pinning import unpinned_report
+
     reg = _registry()
     n = {s: len(reg.runs(s)) for s in reg.scale_names()}
     print(f"params/ is valid: {len(reg.papers)} papers, "
           f"{sum(len(reg.artifacts(p)) for p in reg.papers)} artifacts; runs per scale: {n}")
+    for scale in [args.scale] if args.scale else []:
+        problem = unpinned_report(reg, scale)
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
+        print(f"every dataset scale {scale} downloads is pinned")
     return 0
 
 
@@ -63,11 +81,21 @@ def cmd_artifacts(args) -> int:
     return 0
 
 
+def _check_artifact(reg, args) -> None:
+    if getattr(args, "artifact", None):
+        if not args.paper:
+            raise NotFoundError("--artifact needs --paper (artifact ids repeat across papers)")
+        reg.artifact(args.paper, args.artifact)
+
+
 def cmd_runs(args) -> int:
+    from timerepro.fingerprint import Fingerprinter
     from timerepro.records import is_complete
 
     reg = _registry()
+    _check_artifact(reg, args)
     runs = reg.runs(_scale(args, reg), paper=args.paper, artifact=args.artifact)
+    fingerprints = Fingerprinter(models=reg.models)
     if args.format == "ids":
         for r in runs:
             print(f"{r.paper}/{r.run_id}")
@@ -76,7 +104,7 @@ def cmd_runs(args) -> int:
     else:
         done = 0
         for r in runs:
-            ok = is_complete(r.config)
+            ok = is_complete(r.config, fingerprints=fingerprints)
             done += ok
             keys = {k: r.config[k] for k in ("encoder", "d_T", "layers", "attention", "seed") if k in r.config}
             print(f"{'done' if ok else '    '} {r.paper}/{r.run_id} {r.experiment} {keys}")
@@ -96,18 +124,21 @@ def cmd_run(args) -> int:
 
 def cmd_run_job(args) -> int:
     """Execute the runs of one scheduler job, then write its marker under results/jobs/."""
-    from timerepro import runs
-    from timerepro.io import atomic_write_json
+    from timerepro import records, runs
+    from timerepro.fingerprint import Fingerprinter
     from timerepro.paths import results_dir
 
     reg = _registry()
     job = reg.find_job(args.paper, args.job_id, _scale(args, reg))
     print(f"job {args.job_id}: {len(job.runs)} runs", file=sys.stderr, flush=True)
+    fingerprints = Fingerprinter(models=reg.models)
     paths = runs.execute_many([r.config for r in job.runs], device=args.device, threads=args.threads,
-                              show_progress=not args.quiet)
+                              show_progress=not args.quiet, fingerprints=fingerprints)
     done = [str(p.relative_to(results_dir())) for p in paths]
-    marker = results_dir() / "jobs" / args.paper / f"{args.job_id}.json"
-    atomic_write_json(marker, {"job_id": args.job_id, "runs": done})
+    made_by = {r.run_id: (records.recorded_fingerprint(p) or {}).get("fingerprint") for r, p in zip(job.runs, paths)}
+    marker = Path(args.marker) if args.marker else records.job_marker(
+        results_dir(), args.paper, args.job_id, fingerprints.job([r.config for r in job.runs]))
+    records.write_job_marker(marker, args.job_id, done, made_by)
     print(marker)
     return 0
 
@@ -121,15 +152,21 @@ def cmd_run_all(args) -> int:
     from concurrent.futures import ProcessPoolExecutor
     import multiprocessing as mp
 
+    from timerepro.fingerprint import Fingerprinter
+
     reg = _registry()
-    todo = [r for r in reg.runs(_scale(args, reg), paper=args.paper, artifact=args.artifact) if not runs.is_complete(r.config)]
+    _check_artifact(reg, args)
+    fingerprints = Fingerprinter(models=reg.models)
+    todo = [r for r in reg.runs(_scale(args, reg), paper=args.paper, artifact=args.artifact)
+            if not runs.is_complete(r.config, fingerprints=fingerprints)]
     groups: dict[str, list[dict]] = {}  # the seeds of one configuration stay together (stacked training)
     for r in todo:
         groups.setdefault(runs.group_key(r.config), []).append(r.config)
     bar = tqdm(total=len(todo), desc=f"runs ({_scale(args, reg)})", file=sys.stderr, disable=args.quiet)
     if args.jobs <= 1:
         for group in groups.values():
-            runs.execute_many(group, device=args.device, threads=args.threads, show_progress=False)
+            runs.execute_many(group, device=args.device, threads=args.threads, show_progress=False,
+                              fingerprints=fingerprints)
             bar.update(len(group))
     else:
         with ProcessPoolExecutor(max_workers=args.jobs, mp_context=mp.get_context("spawn")) as pool:
@@ -144,11 +181,13 @@ def cmd_run_all(args) -> int:
 
 
 def cmd_aggregate(args) -> int:
+    from timerepro import exports
     from timerepro.report import aggregate
 
     reg = _registry()
     for paper in _papers(args, reg):
         path = aggregate.write(reg, paper, _scale(args, reg))
+        exports.write(reg, paper)  # the same numbers as DVC metrics and plots
         print(path)
     return 0
 
@@ -208,6 +247,40 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_status(args) -> int:
+    """Missing, partial, stale (made by other code or data) and corrupt records of a scale."""
+    from timerepro import records
+    from timerepro.freshness import run_states
+
+    reg = _registry()
+    _check_artifact(reg, args)
+    scale = _scale(args, reg)
+    states = run_states(reg, scale, paper=args.paper, artifact=args.artifact)
+    shown = {records.STALE, records.CORRUPT} | ({records.MISSING, records.PARTIAL} if args.all else set())
+    for s in states:
+        if s.state in shown:
+            what = {records.STALE: "changed: ", records.CORRUPT: ""}.get(s.state, "")
+            print(f"{s.state:8s} {s.paper}/{s.run_id} {s.experiment:28s} {what}{', '.join(s.changes)}".rstrip())
+    counts = {k: sum(s.state == k for s in states) for k in
+              (records.COMPLETE, records.STALE, records.PARTIAL, records.MISSING, records.CORRUPT)}
+    print(f"{len(states)} runs at scale {scale}: {counts['complete']} complete, {counts['stale']} stale (made by other "
+          f"code or data: rerun them with snakemake, `dvc repro` or `timerepro run-all`), {counts['partial']} "
+          f"interrupted, {counts['missing']} not run, {counts['corrupt']} unreadable", file=sys.stderr)
+    return 0
+
+
+def cmd_estimate(args) -> int:
+    """What running a scale costs, per artifact, from the run records measured so far."""
+    from timerepro import estimate
+
+    reg = _registry()
+    _check_artifact(reg, args)
+    scale = _scale(args, reg)
+    plan = estimate.plan(reg, scale, paper=args.paper, artifact=args.artifact)
+    print(estimate.format_plan(plan, scale))
+    return 0
+
+
 def cmd_dvc(args) -> int:
     from timerepro import dvcgen
 
@@ -228,89 +301,114 @@ def cmd_dvc(args) -> int:
 
 
 def _papers(args, reg) -> list[str]:
-    from timerepro.registry import PAPERS
-
     if getattr(args, "all", False) or not args.paper:
         return list(PAPERS)
     return [args.paper]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from timerepro.data import commands as data_commands
+
     parser = argparse.ArgumentParser(prog="timerepro", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     parser.add_argument("--results", help="results folder (default: ./results, or $TIMEREPRO_RESULTS)")
+    parser.add_argument("--data-dir", dest="global_data_dir", metavar="DATA_DIR",
+                        help="data cache (default: ./data, or $TIMEREPRO_DATA)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def add(name, func, help_text, paper=None, scale=True):
+    def add(name, func, help_text, paper=None, scale=True, writes=False):
         p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(writes_results=writes)
         if paper == "optional":
-            p.add_argument("paper", nargs="?", help="paper key (default: all papers)")
+            p.add_argument("paper", nargs="?", choices=PAPERS, metavar="paper", help="paper key (default: all papers)")
         elif paper == "required":
-            p.add_argument("paper", help="paper key: linear_time, dyg_mamba, time2vec, swinit, hawkes_attention")
+            p.add_argument("paper", choices=PAPERS, metavar="paper",
+                           help="paper key: linear_time, dyg_mamba, time2vec, swinit, hawkes_attention")
         if scale:
             p.add_argument("--scale", help="smoke, offline or paper (default: params/run.yaml)")
         p.set_defaults(func=func)
         return p
 
-    add("validate", cmd_validate, "validate every params/ file; errors name the file and the key", scale=False)
+    p = add("validate", cmd_validate, "validate every params/ file; errors name the file and the key", scale=False)
+    p.add_argument("--scale", help="also check that every dataset this scale downloads is pinned (e.g. paper)")
     add("papers", cmd_papers, "list the five papers and how many artifacts each has implemented", scale=False)
     add("artifacts", cmd_artifacts, "list every table and figure with its status and number of runs", paper="optional")
     p = add("runs", cmd_runs, "list the runs a scale needs (resolved configs with stable ids)")
-    p.add_argument("--paper")
-    p.add_argument("--artifact")
+    _filters(p)
     p.add_argument("--format", choices=["table", "ids", "json"], default="table")
     for name, func, text in (("run", cmd_run, "execute one run and write its run record"),
                              ("run-job", cmd_run_job, "execute the runs of one scheduler job (what Snakemake calls)"),
                              ("run-all", cmd_run_all, "execute every incomplete run of a scale, one after another")):
-        p = add(name, func, text, paper="required" if name != "run-all" else None)
+        p = add(name, func, text, paper="required" if name != "run-all" else None, writes=True)
         if name == "run":
             p.add_argument("run_id", help="12-hex-digit id from `timerepro runs`")
         elif name == "run-job":
             p.add_argument("job_id", help="12-hex-digit id of a job (the Snakefile's train rule)")
+            p.add_argument("--marker", help="where to write the job's marker (default: results/jobs/<paper>/<job>.<fingerprint>.json)")
         else:
-            p.add_argument("--paper")
-            p.add_argument("--artifact")
+            _filters(p)
             p.add_argument("--jobs", type=int, default=1, help="runs in parallel, one process each (default 1)")
         p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda[:N]")
         p.add_argument("--threads", type=int, help="torch threads (default: the run's cpus resource)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add("aggregate", cmd_aggregate, "run records -> results/aggregated/<paper>.csv", paper="optional")
-    add("render", cmd_render, "aggregated + published -> tables (md, tex) and figures (png, pdf)", paper="optional")
-    p = add("notebook", cmd_notebook, "execute the paper's papermill notebook (which renders its tables and figures)", paper="optional")
+    add("aggregate", cmd_aggregate, "run records -> results/aggregated/<paper>.csv (and results/metrics/<paper>.json, "
+                                    "results/plots/<paper>/: the same numbers for DVC)", paper="optional", writes=True)
+    add("render", cmd_render, "aggregated + published -> tables (md, tex) and figures (png, pdf)", paper="optional",
+        writes=True)
+    p = add("notebook", cmd_notebook, "execute the paper's papermill notebook (which renders its tables and figures)",
+            paper="optional", writes=True)
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
     p.add_argument("--quiet", action="store_true")
-    p = add("claims", cmd_claims, "evaluate every checkable claim on the aggregated results")
+    p = add("claims", cmd_claims, "evaluate every checkable claim on the aggregated results", writes=True)
     p.add_argument("--all", action="store_true", help="also list claims that cannot be evaluated yet")
-    add("report", cmd_report, "write results/report/index.html")
+    add("report", cmd_report, "write results/report/index.html", writes=True)
+    p = add("status", cmd_status, "list runs whose records were made by other code or data (with the modules that "
+                                  "changed), and count complete, missing and interrupted ones")
+    _filters(p)
+    p.add_argument("--all", action="store_true", help="also list missing and interrupted runs")
+    p = add("estimate", cmd_estimate, "per artifact: runs, CPU/GPU hours and peak memory a scale will cost, measured "
+                                      "or extrapolated from the run records at hand (e.g. --scale paper)")
+    _filters(p)
     p = add("dvc", cmd_dvc, "write dvc.yaml from params/ (or --check that it is up to date)", scale=False)
     p.add_argument("--check", action="store_true")
     p.add_argument("--output", default="dvc.yaml")
-    try:
-        from timerepro.data import commands as data_commands
-
-        data_commands.add_subcommands(sub)
-    except ImportError:
-        pass
+    data_commands.add_subcommands(sub)
     return parser
+
+
+def _filters(p) -> None:
+    p.add_argument("--paper", choices=PAPERS, metavar="PAPER", help="only this paper")
+    p.add_argument("--artifact", help="only this artifact of --paper (e.g. table8)")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.results:
         os.environ["TIMEREPRO_RESULTS"] = str(Path(args.results).resolve())
+    if args.global_data_dir:
+        os.environ["TIMEREPRO_DATA"] = str(Path(args.global_data_dir).resolve())
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    from timerepro.schema import ConfigError
+    from timerepro.data.fetch import DownloadError
+    from timerepro.data.lock import LockError
+
+    from timerepro.paths import NotWritableError, check_writable, results_dir
 
     try:
+        if getattr(args, "writes_results", False):
+            check_writable(results_dir())
         return args.func(args) or 0
-    except ConfigError as exc:
+    except ConfigError as exc:  # an invalid params/ file: file and key in the message
         print(f"error: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    except KeyError as exc:
-        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+    except (NotFoundError, LockError, NotWritableError) as exc:  # a name params/ lacks, a bad lock, a read-only folder
+        print(f"error: {exc}", file=sys.stderr)
         return 2
+    except DownloadError as exc:  # the network or an upstream host: nothing in the code to debug
+        print(f"error: download failed: {exc}", file=sys.stderr)
+        return 1
+    # any other exception propagates: Python prints its traceback and exits with status 1
 
 
 if __name__ == "__main__":

@@ -4,13 +4,20 @@ DVC slows down with thousands of stages, so a stage here is a paper's training (
 `timerepro run-all`), its aggregation, its notebook, then the claims and the report. The scale
 is the `scale` of params/run.yaml, a DVC param: `dvc repro` after editing it reruns what changed.
 Run folders are `persist`: DVC does not delete finished run records before a stage reruns, and
-`run-all` skips every run whose metrics.json exists.
+`run-all` skips every run whose record was made by the current code (a code change makes DVC rerun
+the training stage, which redoes exactly the runs whose code fingerprint changed).
+
+Each paper's reproduced numbers are DVC metrics (results/metrics/<paper>.json) and the data of its
+implemented figures DVC plots (results/plots/<paper>/<figure>.csv), both cached, so `dvc metrics
+diff` and `dvc plots diff` between two commits show which numbers a change moved; `dvc exp run -S
+params/run.yaml:scale=smoke` runs an experiment at another scale.
 """
 
 from __future__ import annotations
 
 import yaml
 
+from timerepro.exports import figures
 from timerepro.registry import PAPERS, Registry
 
 HEADER = """\
@@ -52,7 +59,12 @@ def stages(reg: Registry) -> dict:
             "deps": deps,
             "params": _run_param(),
             "outs": [_out(f"results/aggregated/{paper}.csv"), _out(f"results/aggregated/{paper}.provenance.json")],
+            "metrics": [f"results/metrics/{paper}.json"],
         }
+        plots = [{f"results/plots/{paper}/{fig}.csv": {"x": "x", "y": "y", "template": "scatter"}}
+                 for fig in figures(reg, paper)]
+        if plots:
+            out[f"aggregate_{paper}"]["plots"] = plots
         out[f"notebook_{paper}"] = {
             "cmd": f"python -m timerepro notebook {paper} --scale ${{scale}} --quiet",
             "deps": [f"results/aggregated/{paper}.csv", f"workflow/notebooks/{paper}.ipynb",

@@ -1,10 +1,9 @@
-"""What made a run: code version, packages, machine, threads, device, timing and memory."""
+"""What made a run: code (commit and fingerprint), packages, machine, threads, device, timing and memory."""
 
 from __future__ import annotations
 
 import os
 import platform
-import resource
 import socket
 import subprocess
 import sys
@@ -44,12 +43,10 @@ def package_versions() -> dict:
     return out
 
 
-def peak_memory_mb() -> float:
-    """Peak resident set size of this process (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def collect(*, device: str, seed: int, data: dict, wall_time_s: float, extra: dict | None = None) -> dict:
+def collect(*, device: str, seed: int, data: dict, wall_time_s: float, memory, code: dict | None = None,
+            extra: dict | None = None) -> dict:
+    """The provenance.json of a run; `memory` is the run's `timerepro.memory.PeakMemory`, `code` its
+    fingerprint (`RunFingerprint.as_record()`)."""
     import torch
 
     record = {
@@ -64,10 +61,11 @@ def collect(*, device: str, seed: int, data: dict, wall_time_s: float, extra: di
         "seed": seed,
         "data": data,
         "wall_time_s": round(wall_time_s, 3),
-        "peak_memory_mb": round(peak_memory_mb(), 1),
-        "peak_gpu_memory_mb": (
-            round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.startswith("cuda") else None
-        ),
+        "peak_memory_mb": round(memory.peak_mb(), 1),
+        "peak_memory_method": memory.method,
+        "rss_at_start_mb": round(memory.start_mb, 1) if memory.start_mb is not None else None,
+        "peak_gpu_memory_mb": round(memory.peak_gpu_mb(), 1) if memory.peak_gpu_mb() is not None else None,
+        "code": code,
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
     }
     if extra:

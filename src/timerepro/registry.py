@@ -23,7 +23,7 @@ from pathlib import Path
 from timerepro.catalog import target_problem
 from timerepro.models.registry import serves
 from timerepro.paths import params_dir, project_root
-from timerepro.schema import ConfigError, load_yaml, validate_file, validate_value
+from timerepro.schema import ConfigError, NotFoundError, load_yaml, validate_file, validate_value
 
 PAPERS = ("linear_time", "dyg_mamba", "time2vec", "swinit", "hawkes_attention")
 
@@ -261,7 +261,7 @@ class Registry:
         for job in self.jobs(scale, paper=paper):
             if job.job_id == job_id:
                 return job
-        raise KeyError(f"no job {job_id!r} of paper {paper!r} at scale {scale!r}; the params may have changed since the "
+        raise NotFoundError(f"no job {job_id!r} of paper {paper!r} at scale {scale!r}; the params may have changed since the "
                        "workflow was planned: rerun snakemake")
 
     def artifact_runs(self, paper: str, artifact: str, scale: str) -> list[Run]:
@@ -280,13 +280,13 @@ class Registry:
             for run in self.runs(s, paper=paper):
                 if run.run_id == rid:
                     return run
-        raise KeyError(f"no run {rid!r} of paper {paper!r} at scale(s) {scales}; list them with `timerepro runs {paper}`")
+        raise NotFoundError(f"no run {rid!r} of paper {paper!r} at scale(s) {scales}; list them with `timerepro runs {paper}`")
 
     def artifact(self, paper: str, artifact: str) -> dict:
         for art in self.papers[paper]["artifacts"]:
             if art["id"] == artifact:
                 return art
-        raise KeyError(f"paper {paper!r} has no artifact {artifact!r}")
+        raise NotFoundError(f"paper {paper!r} has no artifact {artifact!r}; known: {[a['id'] for a in self.artifacts(paper)]}")
 
     def artifacts(self, paper: str) -> list[dict]:
         return self.papers[paper]["artifacts"]

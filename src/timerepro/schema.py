@@ -38,6 +38,13 @@ def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
+class NotFoundError(LookupError):
+    """A name given on the command line (run, job, artifact) that params/ does not define."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 def load_yaml(path: Path) -> object:
     """A params/ file as Python data; ConfigError (file, `<file>`) when absent, not YAML, or a key repeats."""
     try:

@@ -118,10 +118,12 @@ def fit(
         train_stats = train_epoch(epoch)
         epoch_time = time.perf_counter() - t0
         val = validate()
+        val_time = time.perf_counter() - t0 - epoch_time
         is_best = stopper.update(float(val[monitor]), epoch)
         if is_best:
             best_state = copy.deepcopy(model.state_dict())
-        row = {"epoch": epoch, "epoch_time_s": round(epoch_time, 4), **train_stats, **{f"val_{k}": v for k, v in val.items()}}
+        row = {"epoch": epoch, "epoch_time_s": round(epoch_time, 4), "val_time_s": round(val_time, 4), **train_stats,
+               **{f"val_{k}": v for k, v in val.items()}}
         result.history.append(row)
         ctx.write_history(result.history)
         ctx.save_checkpoint(

@@ -8,7 +8,6 @@ the one the local profile produces.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,19 +23,6 @@ from .conftest import PROFILES, REPO, by_rule, is_final, run_id
 pytestmark = [pytest.mark.slurm, pytest.mark.pipeline]
 
 AGGREGATE = Path("aggregated") / "linear_time.csv"
-
-
-def scratch_copy(dest: Path) -> Path:
-    """The working tree as it is (committed or not), without .venv, results, data, .snakemake."""
-    listed = subprocess.run(
-        ["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        capture_output=True, text=True, timeout=60, check=True).stdout
-    for rel in filter(None, listed.split("\0")):
-        src = REPO / rel
-        if src.is_file():  # deleted-but-tracked files are skipped
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    return dest
 
 
 def submitted_jobs(output: str) -> dict[str, dict[str, int | str]]:
@@ -58,7 +44,7 @@ def submitted_jobs(output: str) -> dict[str, dict[str, int | str]]:
     return jobs
 
 
-def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_cluster, tmp_path):
+def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_cluster, tmp_path, scratch_copy):
     if not (REPO / "Snakefile").is_file():
         pytest.skip(f"no Snakefile at {REPO} yet: the pipeline is not there to run")
     # two copies: the local reference runs alongside the SLURM run (whose jobs leave the CPUs
@@ -81,8 +67,9 @@ def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_clus
             stderr=subprocess.STDOUT, text=True)
         try:
             results = scratch / "results"
+            # `--profile slurm`, a plain word, from the repository root: the design card's command
             proc = slurm_cluster.snakemake(scratch, "--config", "scale=smoke", f"results={results}",
-                                           timeout=900, env=copy_env(scratch))
+                                           profile="slurm", timeout=900, env=copy_env(scratch))
             local.wait(timeout=960)
         finally:
             if local.poll() is None:
@@ -94,7 +81,8 @@ def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_clus
 
     submitted = submitted_jobs(proc.stdout)
     assert submitted, proc.stdout[-4000:]
-    assert {job["rule"] for job in submitted.values()} == {"train"}  # the rest are localrules
+    assert {job["rule"] for job in submitted.values()} == {"train"}  # the rest are localrules (data included)
+    assert "Using profile slurm for setting default command line arguments" in proc.stdout
     rows = slurm_cluster.wait_sacct(
         lambda r: len(r) == len(submitted) and all(is_final(x) for x in r),
         name=run_id(proc.stdout), timeout=120)

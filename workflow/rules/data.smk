@@ -1,43 +1,34 @@
-# Data rules: thin wrappers around `python -m timerepro.data.commands data ...` (run locally).
-# Cache location: config["data_dir"], else $TIMEREPRO_DATA, else <project>/data.
-# config["require_pinned"] (paper scale) makes fetch/prepare refuse files without sha256 in the lock.
-
-import os as _os
-
-DATA_DIR = config.get("data_dir") or _os.environ.get("TIMEREPRO_DATA") or "data"
-_PINNED = "--require-pinned" if config.get("require_pinned", False) else ""
-_DATA_CMD = f"python -m timerepro.data.commands data --data-dir {DATA_DIR}"
-
-
-rule fetch_dataset:
-    """Download and verify every file of one dataset into <data>/raw/<dataset>/."""
-    output:
-        touch(f"{DATA_DIR}/raw/{{dataset}}/.fetched"),
-    log:
-        f"{DATA_DIR}/logs/fetch_{{dataset}}.log",
-    shell:
-        f"{_DATA_CMD} fetch {{wildcards.dataset}} {_PINNED} > {{log}} 2>&1"
+# Data rules: each processed dataset a training job reads is an input of that job, made here on
+# the submitting host (downloads need its network; a cluster's nodes read the shared cache).
+# A stand-in is generated (no network); real data are fetched, verified against the pinned
+# sha256 of params/datasets.lock.yaml (`timerepro data pin --all` once) and preprocessed.
 
 
 rule prepare_dataset:
-    """Extract and preprocess one real dataset into <data>/processed/<dataset>/ (manifest.json last)."""
-    input:
-        f"{DATA_DIR}/raw/{{dataset}}/.fetched",
+    """Fetch, verify, extract and preprocess one real dataset: <data>/processed/<dataset>/."""
     output:
-        f"{DATA_DIR}/processed/{{dataset}}/manifest.json",
+        DATA / "processed" / "{dataset}" / "manifest.json",
     log:
-        f"{DATA_DIR}/logs/prepare_{{dataset}}.log",
+        DATA / "logs" / "prepare_{dataset}.log",
+    params:
+        tr=TR,
+    conda:
+        CONDA_ENV
     shell:
-        f"{_DATA_CMD} prepare {{wildcards.dataset}} {_PINNED} > {{log}} 2>&1"
+        "{params.tr} data prepare {wildcards.dataset} --require-pinned > {log} 2>&1"
 
 
 rule prepare_standin:
-    """Generate a synthetic stand-in (upstream format) and preprocess it: <data>/standin/<scale>/processed/<dataset>/."""
+    """Generate a labelled synthetic stand-in in the upstream format and preprocess it."""
     output:
-        f"{DATA_DIR}/standin/{{scale}}/processed/{{dataset}}/manifest.json",
+        DATA / "standin" / "{scale}" / "processed" / "{dataset}" / "manifest.json",
     wildcard_constraints:
-        scale="smoke|offline",
+        scale="|".join(STANDIN_SCALES),
     log:
-        f"{DATA_DIR}/logs/standin_{{scale}}_{{dataset}}.log",
+        DATA / "logs" / "standin_{scale}_{dataset}.log",
+    params:
+        tr=TR,
+    conda:
+        CONDA_ENV
     shell:
-        f"{_DATA_CMD} prepare {{wildcards.dataset}} --standin {{wildcards.scale}} > {{log}} 2>&1"
+        "{params.tr} data prepare {wildcards.dataset} --standin {wildcards.scale} > {log} 2>&1"

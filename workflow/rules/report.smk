@@ -2,19 +2,24 @@
 # These are cheap and run where Snakemake runs (localrules), never as cluster jobs.
 
 
-def paper_jobs(wc):
-    return [RESULTS / "jobs" / j.paper / f"{j.job_id}.json" for j in JOBS.values() if j.paper == wc.paper]
-
-
 rule aggregate:
     input:
         paper_jobs,
-        f"params/{{paper}}.yaml",
+        "params/{paper}.yaml",
     output:
         csv=RESULTS / "aggregated" / "{paper}.csv",
         provenance=RESULTS / "aggregated" / "{paper}.provenance.json",
+        metrics=RESULTS / "metrics" / "{paper}.json",
+        plots=directory(RESULTS / "plots" / "{paper}"),
+    log:
+        RESULTS / "logs" / "aggregate" / "{paper}.log",
+    params:
+        tr=TR,
+        scale=SCALE,
+    conda:
+        CONDA_ENV
     shell:
-        "{TR} aggregate {wildcards.paper} --scale {SCALE}"
+        "{params.tr} aggregate {wildcards.paper} --scale {params.scale} > {log} 2>&1"
 
 
 rule notebook:
@@ -27,8 +32,13 @@ rule notebook:
         manifest=RESULTS / "rendered" / "{paper}.json",
     log:
         RESULTS / "logs" / "notebooks" / "{paper}.log",
+    params:
+        tr=TR,
+        scale=SCALE,
+    conda:
+        CONDA_ENV
     shell:
-        "{TR} notebook {wildcards.paper} --scale {SCALE} --quiet > {log} 2>&1"
+        "{params.tr} notebook {wildcards.paper} --scale {params.scale} --quiet > {log} 2>&1"
 
 
 rule claims:
@@ -36,8 +46,15 @@ rule claims:
         expand(RESULTS / "aggregated" / "{paper}.csv", paper=PAPERS),
     output:
         RESULTS / "claims.json",
+    log:
+        RESULTS / "logs" / "claims.log",
+    params:
+        tr=TR,
+        scale=SCALE,
+    conda:
+        CONDA_ENV
     shell:
-        "{TR} claims --scale {SCALE}"
+        "{params.tr} claims --scale {params.scale} > {log} 2>&1"
 
 
 rule report:
@@ -46,5 +63,12 @@ rule report:
         expand(RESULTS / "rendered" / "{paper}.json", paper=PAPERS),
     output:
         RESULTS / "report" / "index.html",
+    log:
+        RESULTS / "logs" / "report.log",
+    params:
+        tr=TR,
+        scale=SCALE,
+    conda:
+        CONDA_ENV
     shell:
-        "{TR} report --scale {SCALE}"
+        "{params.tr} report --scale {params.scale} > {log} 2>&1"

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from pathlib import Path
 
-from timerepro.data.fetch import DownloadError, cache_path, fetch_file, fetch_json, head_headers
-from timerepro.data.lock import LockError, load_lock, write_pins
+from timerepro.data.fetch import DownloadError, cache_path
+from timerepro.data.lock import LockError, load_lock
+from timerepro.data.pinning import pin_all, pin_dataset  # noqa: F401 (pin_dataset re-exported)
 from timerepro.names import STANDIN_SCALES as SCALES
-
 
 
 def add_subcommands(subparsers) -> argparse.ArgumentParser:
@@ -37,9 +36,15 @@ def add_subcommands(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_fetch)
 
     p = sub.add_parser("pin", help="download once and write sha256/size/md5 (and HF commit) into the lock",
-                       description="Trust on first use: download NAME, check any published md5, and record the "
-                                   "sha256, size and revision in the lock atomically (comments kept).")
-    p.add_argument("name", help="dataset name from the lock")
+                       description="Trust on first use: download NAME (or every obtainable dataset not pinned yet "
+                                   "with --all, or those of one paper with --paper), check every checksum the host "
+                                   "publishes (Zenodo md5, HuggingFace sha256/ETag, md5s quoted in the lock), and "
+                                   "record sha256, size and revision in the lock atomically (comments kept). "
+                                   "Exit 1 when any dataset failed; the others are pinned all the same.")
+    p.add_argument("name", nargs="?", help="dataset name from the lock")
+    p.add_argument("--all", action="store_true", help="every obtainable dataset that is not pinned yet")
+    p.add_argument("--paper", help="with --all (implied): only the datasets of this paper")
+    p.add_argument("--force", action="store_true", help="with --all: re-pin datasets that are pinned already")
     p.set_defaults(func=_cmd_pin)
 
     p = sub.add_parser("prepare", help="fetch + extract + preprocess into <data>/processed/NAME/ (or a stand-in)",
@@ -101,41 +106,24 @@ def _cmd_fetch(args) -> int:
     return 1 if failed else 0
 
 
-def pin_dataset(name: str, *, lock_path=None, data_root=None, mirrors=None) -> dict[str, dict]:
-    """Download every file of `name` (as pinned or not), then write sha256/size/md5/commit into the lock."""
-    lock = load_lock(lock_path)
-    ds = lock.get(name)
-    mirrors = {**lock.mirrors, **(mirrors or {})}
-    pins: dict[str, dict] = {}
-    zenodo_cache: dict[str, dict] = {}
-    for f in ds.files:
-        rev = dict(f.revision or {})
-        commit = rev.get("commit")
-        if rev.get("host") == "huggingface" and not commit:
-            commit = head_headers(f.resolved_urls()[0], mirrors).get("x-repo-commit")
-            if commit:
-                rev["commit"] = commit
-        published_md5 = f.md5
-        if rev.get("host") == "zenodo":
-            record = str(rev["record"])
-            if record not in zenodo_cache:
-                meta = fetch_json(lock.apis["zenodo_record"].format(record=record), mirrors)
-                zenodo_cache[record] = {x["key"]: x for x in meta.get("files", [])}
-            info = zenodo_cache[record].get(f.name)
-            if info and str(info.get("checksum", "")).startswith("md5:"):
-                published_md5 = info["checksum"][4:]
-        entry = dataclasses.replace(f, revision=rev or None, md5=published_md5)
-        result = fetch_file(entry, data_root=data_root, mirrors=mirrors, bundles=lock.bundles)
-        pins[f.name] = {"sha256": result.sha256, "size": result.size, "md5": result.md5 if (published_md5 or f.md5) else None,
-                        "commit": commit}
-    write_pins(lock.path, ds.name, pins)
-    return pins
-
-
 def _cmd_pin(args) -> int:
+    if args.all or args.paper:
+        if args.name:
+            raise SystemExit("give a dataset NAME or --all/--paper, not both")
+        out = pin_all(paper=args.paper, lock_path=args.lock, data_root=args.data_dir, force=args.force)
+        for name, why in out.skipped.items():
+            print(f"{name}: not downloadable by the pipeline: {why}")
+        print(f"pinned {len(out.pinned)} datasets, {len(out.already)} were pinned already, "
+              f"{len(out.skipped)} cannot be downloaded here, {len(out.failed)} failed"
+              + (f": {', '.join(out.failed)}" if out.failed else ""), file=sys.stderr)
+        return 1 if out.failed else 0
+    if not args.name:
+        raise SystemExit("give a dataset NAME, or --all (every obtainable dataset), or --paper P")
     pins = pin_dataset(args.name, lock_path=args.lock, data_root=args.data_dir)
     for name, p in pins.items():
-        print(f"{args.name}/{name}: sha256={p['sha256']} size={p['size']}" + (f" commit={p['commit']}" if p.get("commit") else ""))
+        checked = f" checked={'+'.join(p['checked'])}" if p.get("checked") else ""
+        print(f"{args.name}/{name}: sha256={p['sha256']} size={p['size']}"
+              + (f" commit={p['commit']}" if p.get("commit") else "") + checked)
     return 0
 
 

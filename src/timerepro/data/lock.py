@@ -123,9 +123,12 @@ class Lock:
             check_obtainable(ds)
             for f in ds.files:
                 if not f.pinned:
+                    others = sorted(n for n, d in self.datasets.items()
+                                    if d.status == "ok" and d.files and not all(x.pinned for x in d.files))
                     raise UnpinnedError(
                         f"dataset {ds.name!r}: file {f.name!r} has no sha256 in {self.path}; paper scale needs "
-                        f"pinned data: run `timerepro data pin {ds.name}` once with network and commit the lock"
+                        f"pinned data: run `timerepro data pin --all` (or `timerepro data pin {ds.name}`) once "
+                        f"with network and commit the lock. Unpinned datasets: {', '.join(others)}"
                     )
         return list(ds.files)
 

@@ -14,19 +14,9 @@ from timerepro.data.fetch import FetchResult, fetch_file, file_lock, hash_file
 from timerepro.data.lock import Dataset, Lock, check_obtainable, load_lock
 from timerepro.data.manifest import MANIFEST, PREPROCESS_VERSION, read_manifest
 from timerepro.io import atomic_write_text
-from timerepro.paths import data_dir
+from timerepro.paths import processed_path, tree_root  # noqa: F401 (re-exported)
 
 FAMILY_PREPARE = {"tpp": tpp.prepare, "series": series.prepare, "time2vec": time2vec.prepare}
-
-
-def tree_root(standin: str | None = None, data_root: str | os.PathLike | None = None) -> Path:
-    root = Path(data_root or data_dir())
-    return root / "standin" / standin if standin else root
-
-
-def processed_path(name: str, standin: str | None = None, data_root: str | os.PathLike | None = None) -> Path:
-    """Folder of a processed dataset (real or stand-in of a scale); manifest.json marks it complete."""
-    return tree_root(standin, data_root) / "processed" / name
 
 
 def fetch_dataset(name: str, *, lock: Lock | None = None, data_root=None, require_pinned: bool = False,

@@ -37,7 +37,6 @@ or evaluation; neighbour retrieval results are moved once per batch (`backbone.t
 
 from __future__ import annotations
 
-import resource
 
 import numpy as np
 import torch
@@ -411,7 +410,7 @@ def run(config: dict, ctx) -> dict:
         "epochs_run": result.epochs_run,
         "epoch_time_s": float(np.mean(epoch_times)) if epoch_times else None,
         "n_parameters": count_parameters(model),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "peak_rss_mb": round(ctx.peak_memory_mb(), 1),  # this run's own peak (timerepro.memory)
         "peak_gpu_memory_mb": (round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
                                if device.type == "cuda" else None),
         # statistics of the training split's time differences handed to the encoder (used by

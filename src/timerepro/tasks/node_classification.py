@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io
 import json
-import resource
 import time
 from pathlib import Path
 
@@ -89,7 +88,9 @@ def train_backbone(config: dict, ctx, data: CTDGData) -> tuple[lp.LinkPrediction
     folder = Path(ctx.dir) / "backbone"
     weights = folder / "backbone.pt"
     if not weights.is_file():
-        sub = RunContext(lp_config, folder, device=ctx.device, show_progress=ctx.show_progress)
+        sub = RunContext(lp_config, folder, device=ctx.device, show_progress=ctx.show_progress,
+                         fingerprint=getattr(ctx, "fingerprint", None))
+        sub.memory = getattr(ctx, "memory", sub.memory)  # the run's own peak covers its backbone
         folder.mkdir(parents=True, exist_ok=True)
         outcome = lp.run(lp_config, sub)  # resumes from backbone/checkpoint.pt after a kill
         best = sub.load_checkpoint()["best_state"]  # the weights link_prediction selected
@@ -254,7 +255,7 @@ def run(config: dict, ctx) -> dict:
     metrics = outcome["metrics"]
     metrics.update({f"backbone_{k}": v for k, v in backbone_metrics.items() if k not in ("paper", "experiment")})
     metrics.update({
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "peak_rss_mb": round(ctx.peak_memory_mb(), 1),  # this run's own peak (timerepro.memory)
         "time_diff_mean": getattr(model.backbone, "time_mean", None),
         "time_diff_std": getattr(model.backbone, "time_std", None),
     })

@@ -1,0 +1,341 @@
+"""A plan before a run is paid for: per artifact, how many runs a scale needs and what they cost.
+
+Costs come from the run records at hand (any scale: smoke, offline):
+* measured: the run itself has a complete record (same run id, so the same config): its wall time
+  and peak memory;
+* extrapolated: a reference record of the same experiment (same dataset and model if there is one,
+  else any dataset, else the same task and model in another experiment) gives its measured cost
+  per epoch (training + validation, history.json) and its one-off cost (setup and final
+  evaluation: the rest of its wall time); the run's cost is the data-size ratio (paper scale: the
+  papers' published dataset statistics) x (its epochs x cost per epoch + one-off), its epochs being
+  max_epochs: an upper bound, early stopping ends most runs sooner. Peak memory: the reference's
+  peak plus its processed data's size x (data ratio - 1) (the data held grows, the model does not);
+* none: no record to learn from; the run is counted, its cost is unknown.
+Hours are of the device the run asks for at that scale (params/ resources): GPU hours for runs
+that request a GPU, CPU hours (wall time x cpus) otherwise; a figure measured on a CPU stands for a
+GPU run when nothing was measured on a GPU, and says so.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from timerepro.paths import results_dir
+from timerepro.records import SUPERSEDED, load_record
+
+MEASURED, EXTRAPOLATED, NONE = "measured", "extrapolated", "none"
+
+
+# ---------------------------------------------------------------- data sizes
+
+@lru_cache(maxsize=1)
+def _lock():
+    from timerepro.data.lock import load_lock
+
+    return load_lock()
+
+
+@lru_cache(maxsize=None)
+def _published_size(dataset: str, metrics: tuple[str, ...]) -> float | None:
+    """A dataset's size as a paper printed it (its dataset-statistics table), summed over `metrics`."""
+    from timerepro.report.published import load
+
+    lock = _lock()
+    if dataset not in lock.datasets:  # a generated dataset
+        return None
+    pub = load()
+    for paper, entry in lock.datasets[dataset].papers.items():
+        rows = pub[(pub["paper"] == paper) & (pub["row"] == entry.get("name")) & pub["metric"].isin(metrics)]
+        if not rows.empty:
+            return float(rows.groupby("metric")["mean"].first().sum())
+    return None
+
+
+def _config_size(config: dict) -> float | None:
+    data = config.get("data") or {}
+    return float(data["n_sequences"]) if "n_sequences" in data else None
+
+
+# task -> (size of what a record read, size of what a run of a scale will read). Units per task:
+# edges (dynamic graphs), training events (point processes), sequences (synthetic task).
+SIZES = {
+    "link_prediction": (lambda r: (r["provenance"].get("data") or {}).get("n_edges"),
+                        lambda c: None if c.get("standin") else _published_size(c["dataset"], ("n_edges_total", "total_edges"))),
+    "node_classification": (lambda r: (r["provenance"].get("data") or {}).get("n_edges"),
+                            lambda c: None if c.get("standin") else _published_size(c["dataset"], ("n_edges_total", "total_edges"))),
+    "temporal_point_process": (lambda r: (r["provenance"].get("data") or {}).get("train_events"),
+                               lambda c: None if c.get("standin") else _published_size(c["dataset"], ("event_tokens_train",))),
+    "sequence_classification": (lambda r: _config_size(r["config"]), _config_size),
+}
+
+
+def data_ratio(config: dict, record: dict) -> tuple[float, str]:
+    """(target size / measured size, how it was obtained); 1.0 when either size is unknown."""
+    sizes = SIZES.get(config["task"])
+    if sizes is None:
+        return 1.0, "data size not modelled for this task"
+    measured, target = sizes[0](record), sizes[1](config)
+    if config.get("standin") and record["config"].get("standin") == config.get("standin") \
+            and record["config"].get("dataset") == config.get("dataset"):
+        return 1.0, "same data"
+    if not measured or not target:
+        return 1.0, "data size at this scale unknown: not scaled"
+    return target / measured, f"data x{target / measured:.3g}"
+
+
+# ---------------------------------------------------------------- reference records
+
+def _history(record: dict) -> list[dict]:
+    if "_history" not in record:
+        from timerepro.io import read_json
+
+        path = Path(record["dir"]) / "history.json"
+        history = read_json(path) if path.is_file() else []
+        record["_history"] = history if isinstance(history, list) else []
+    return record["_history"]
+
+
+def records_at_hand(results: Path | None = None, papers=None) -> list[dict]:
+    """Every readable complete record under results/runs/ (any scale, any code)."""
+    root = (results or results_dir()) / "runs"
+    out = []
+    for paper_dir in sorted(root.iterdir()) if root.is_dir() else []:
+        if papers and paper_dir.name not in papers:
+            continue
+        for d in sorted(paper_dir.iterdir()):
+            if d.name != SUPERSEDED and d.is_dir() and (rec := load_record(d)) is not None:
+                out.append(rec)
+    return out
+
+
+def _key(config: dict, level: int) -> tuple:
+    base = (config["task"], config.get("model"))
+    if level == 0:
+        return (config["paper"], config["experiment"], *base, config.get("dataset"), config.get("encoder"))
+    if level == 1:
+        return (config["paper"], config["experiment"], *base, config.get("dataset"))
+    if level == 2:
+        return (config["paper"], config["experiment"], *base)
+    return base
+
+
+LEVELS = ("same experiment, dataset and encoder", "same experiment and dataset", "same experiment", "same task and model")
+
+
+class References:
+    """Records indexed by how closely they match a run (LEVELS, closest first)."""
+
+    def __init__(self, recs: list[dict]):
+        self.by_id = {r["config"]["run_id"]: r for r in recs}
+        self.index: list[dict[tuple, list[dict]]] = [{} for _ in LEVELS]
+        for r in recs:
+            if not r["provenance"].get("wall_time_s"):
+                continue
+            for level in range(len(LEVELS)):
+                self.index[level].setdefault(_key(r["config"], level), []).append(r)
+
+    def find(self, config: dict) -> tuple[list[dict], str] | None:
+        for level, index in enumerate(self.index):
+            found = index.get(_key(config, level))
+            if found:
+                sizes = {id(r): (SIZES.get(config["task"], (lambda _r: None,))[0](r) or 0) for r in found}
+                biggest = max(sizes.values())
+                return [r for r in found if sizes[id(r)] == biggest], LEVELS[level]
+        return None
+
+
+# ---------------------------------------------------------------- estimates
+
+@dataclass
+class RunEstimate:
+    paper: str
+    run_id: str
+    basis: str  # measured | extrapolated | none
+    hours: float | None  # device hours (GPU hours for GPU runs, CPU hours = wall x cpus otherwise)
+    gpu: bool
+    peak_mb: float | None
+    note: str = ""
+
+
+def cost_parts(record: dict) -> tuple[float, float, int]:
+    """(seconds per epoch: training + validation, seconds once: setup + final evaluation, epochs) of a record."""
+    history = _history(record)
+    wall = float(record["provenance"]["wall_time_s"])
+    if not history:
+        return 0.0, wall, 0
+    per_epoch = statistics.mean(float(h.get("epoch_time_s") or 0) + float(h.get("val_time_s") or 0) for h in history)
+    return per_epoch, max(wall - per_epoch * len(history), 0.0), len(history)
+
+
+def _data_mb(config: dict) -> float | None:
+    """Size on disk of the processed data a run reads (what it holds in memory, roughly); None if absent."""
+    from timerepro.fingerprint import run_datasets
+    from timerepro.paths import processed_path
+
+    total, found = 0, False
+    for name in run_datasets(config):
+        folder = processed_path(name, config.get("standin"))
+        if folder.is_dir():
+            found = True
+            total += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    return total / 2**20 if found else None
+
+
+def estimate_run(run, refs: References) -> RunEstimate:
+    c, res = run.config, run.resources
+    gpu = bool(res.get("gpu"))
+    units = (res.get("gpu") or 1) if gpu else res.get("cpus", 1)
+    own = refs.by_id.get(run.run_id)
+    if own is not None and own["provenance"].get("wall_time_s"):
+        p = own["provenance"]
+        return RunEstimate(run.paper, run.run_id, MEASURED, p["wall_time_s"] * units / 3600, gpu,
+                           p.get("peak_memory_mb"), f"measured on {p.get('device', '?')}")
+    found = refs.find(c)
+    if found is None:
+        return RunEstimate(run.paper, run.run_id, NONE, None, gpu, None, "no record to learn from")
+    recs, how = found
+    ratio, ratio_note = data_ratio(c, recs[0])
+    epochs_target = int(c.get("max_epochs") or 0)
+    seconds, peaks, devices, memory_note = [], [], set(), ""
+    for r in recs:
+        per_epoch, once, epochs = cost_parts(r)
+        seconds.append(ratio * ((epochs_target or epochs) * per_epoch + once))
+        peak = float(r["provenance"].get("peak_memory_mb") or 0.0)
+        data_mb = _data_mb(r["config"])
+        if data_mb is None:
+            from timerepro.fingerprint import run_datasets
+
+            memory_note = ("; memory not scaled (its data is not in the cache)" if run_datasets(r["config"])
+                           else "; memory not scaled (generated data, nothing on disk to measure)")
+        else:  # the data held in memory grows with the data; the model and the libraries do not
+            peak += data_mb * (ratio - 1)
+        peaks.append(peak)
+        devices.add(r["provenance"].get("device", "?"))
+    note = (f"{how} ({len(recs)} record(s) on {'/'.join(sorted(devices))}), {ratio_note}, "
+            + (f"{epochs_target} epochs (max_epochs: an upper bound)" if epochs_target else "no epochs")
+            + memory_note)
+    if gpu and devices == {"cpu"}:
+        note += "; measured on CPU"
+    return RunEstimate(run.paper, run.run_id, EXTRAPOLATED, statistics.median(seconds) * units / 3600, gpu,
+                       max(peaks), note)
+
+
+@dataclass
+class ArtifactEstimate:
+    paper: str
+    artifact: str
+    runs: list[RunEstimate] = field(default_factory=list)
+    declared_mem_mb: int = 0
+
+    def count(self, basis: str) -> int:
+        return sum(r.basis == basis for r in self.runs)
+
+    @property
+    def cpu_hours(self) -> float:
+        return sum(r.hours for r in self.runs if r.hours is not None and not r.gpu)
+
+    @property
+    def gpu_hours(self) -> float:
+        return sum(r.hours for r in self.runs if r.hours is not None and r.gpu)
+
+    @property
+    def peak_mb(self) -> float | None:
+        peaks = [r.peak_mb for r in self.runs if r.peak_mb is not None]
+        return max(peaks) if peaks else None
+
+    @property
+    def notes(self) -> list[str]:
+        counts: dict[str, int] = {}
+        for r in self.runs:
+            if r.basis != MEASURED:
+                counts[r.note] = counts.get(r.note, 0) + 1
+        return [f"{n} run(s): {note}" for note, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+
+
+@dataclass
+class Plan:
+    scale: str
+    artifacts: list[ArtifactEstimate]
+
+    @property
+    def unique_runs(self) -> dict[str, RunEstimate]:
+        return {f"{r.paper}/{r.run_id}": r for a in self.artifacts for r in a.runs}
+
+    def total(self) -> ArtifactEstimate:
+        total = ArtifactEstimate("all", "total", list(self.unique_runs.values()))
+        total.declared_mem_mb = max((a.declared_mem_mb for a in self.artifacts), default=0)
+        return total
+
+
+def plan(reg, scale: str, *, paper: str | None = None, artifact: str | None = None,
+         results: Path | None = None) -> Plan:
+    """Per implemented artifact of the registry (or of one paper/artifact): the runs `scale` needs
+    and their estimated cost, from the records under `results`."""
+    from timerepro.registry import PAPERS
+
+    papers = [paper] if paper else list(PAPERS)
+    refs = References(records_at_hand(results))
+    cache: dict[str, RunEstimate] = {}
+    out = []
+    for p in papers:
+        for art in reg.implemented(p):
+            if artifact and art["id"] != artifact:
+                continue
+            est = ArtifactEstimate(p, art["id"])
+            for run in reg.artifact_runs(p, art["id"], scale):
+                if run.run_id not in cache:
+                    cache[run.run_id] = estimate_run(run, refs)
+                est.runs.append(cache[run.run_id])
+                est.declared_mem_mb = max(est.declared_mem_mb, int(run.resources.get("mem_mb", 0)))
+            out.append(est)
+    return Plan(scale, out)
+
+
+def artifact_estimates(reg, paper: str, scale: str = "paper", results: Path | None = None) -> dict[str, ArtifactEstimate]:
+    """The report's hook: per implemented artifact of `paper`, what a run at `scale` would cost."""
+    return {a.artifact: a for a in plan(reg, scale, paper=paper, results=results).artifacts}
+
+
+# ---------------------------------------------------------------- text
+
+def _h(hours: float) -> str:
+    if hours == 0:
+        return "0"
+    return f"{hours:.3g}" if hours < 100 else f"{hours:,.0f}"
+
+
+def _mb(mb: float | None) -> str:
+    if mb is None or (isinstance(mb, float) and math.isnan(mb)):
+        return "?"
+    return f"{mb / 1024:.1f} GB" if mb >= 1024 else f"{mb:.0f} MB"
+
+
+def format_plan(p: Plan, scale: str) -> str:
+    head = (f"{'paper':17s} {'artifact':9s} {'runs':>6s} {'meas.':>6s} {'extrap.':>7s} {'unknown':>7s} "
+            f"{'CPU h':>9s} {'GPU h':>9s} {'peak mem':>9s} {'declared':>9s}")
+    lines = [f"Estimated cost at scale {scale} (from the run records at hand; see `timerepro estimate --help`)",
+             head, "-" * len(head)]
+    for a in p.artifacts + [p.total()]:
+        if a.artifact == "total":
+            lines.append("-" * len(head))
+        lines.append(f"{a.paper:17s} {a.artifact:9s} {len(a.runs):6d} {a.count(MEASURED):6d} {a.count(EXTRAPOLATED):7d} "
+                     f"{a.count(NONE):7d} {_h(a.cpu_hours):>9s} {_h(a.gpu_hours):>9s} {_mb(a.peak_mb):>9s} "
+                     f"{_mb(a.declared_mem_mb):>9s}")
+    lines.append("")
+    lines.append("How: measured = the run's own record (same config); extrapolated = data-size ratio x (max_epochs x "
+                 "the closest record's measured seconds per epoch + its one-off seconds): an upper bound, early stopping "
+                 "ends most runs sooner; unknown = no record of that task and model yet. GPU h for runs that request a "
+                 "GPU at this scale, CPU h (x cpus) otherwise. Peak memory: the largest of the artifact's runs; "
+                 "declared: the mem_mb params/ asks the scheduler for. Totals count a run shared by artifacts once.")
+    notes: dict[str, int] = {}
+    for r in p.unique_runs.values():
+        if r.basis != MEASURED:
+            notes[r.note] = notes.get(r.note, 0) + 1
+    if notes:
+        lines.append("Bases of the figures not measured (distinct runs):")
+        lines += [f"  {n:5d}  {note}" for note, n in sorted(notes.items(), key=lambda kv: -kv[1])[:20]]
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""`timerepro estimate`: measured where the run has a record, extrapolated by data size and epochs from
+the closest record otherwise, unknown without one; totals count each run once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from timerepro import cli, estimate, registry
+from timerepro.report.published import load as published
+
+
+@pytest.fixture(scope="module")
+def reg():
+    return registry.load()
+
+
+def write_record(results: Path, config: dict, *, wall: float, history: list[dict], data: dict, peak: float = 500.0):
+    d = results / "runs" / config["paper"] / config["run_id"]
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps(config))
+    (d / "metrics.json").write_text(json.dumps({"run_id": config["run_id"]}))
+    (d / "history.json").write_text(json.dumps(history))
+    (d / "provenance.json").write_text(json.dumps({"wall_time_s": wall, "peak_memory_mb": peak, "device": "cpu",
+                                                   "data": data}))
+    return d
+
+
+def taxi_runs(reg, scale):
+    return [r for r in reg.runs(scale, paper="hawkes_attention", artifact="table7") if r.config["dataset"] == "taxi"]
+
+
+def test_extrapolated_by_data_size_and_epochs(reg, tmp_path):
+    ref = taxi_runs(reg, "smoke")[0]
+    history = [{"epoch": 0, "epoch_time_s": 2.0, "val_time_s": 1.0}, {"epoch": 1, "epoch_time_s": 2.0, "val_time_s": 1.0}]
+    write_record(tmp_path, ref.config, wall=10.0, history=history, data={"train_events": 100})
+    target = taxi_runs(reg, "paper")[0]
+    est = estimate.estimate_run(target, estimate.References(estimate.records_at_hand(tmp_path)))
+    pub = published("hawkes_attention", "table1")
+    train_events = float(pub[(pub["row"] == "Taxi") & (pub["metric"] == "event_tokens_train")]["mean"].iloc[0])
+    epochs = target.config["max_epochs"]
+    # 2 epochs of 3 s (training + validation) and 4 s once; x data ratio, x the paper's max_epochs
+    expected_s = train_events / 100 * (epochs * 3.0 + 4.0)
+    assert est.basis == estimate.EXTRAPOLATED and est.gpu == bool(target.resources["gpu"])
+    assert est.hours == pytest.approx(expected_s * max(target.resources["gpu"], 1) / 3600)
+    assert "same experiment" in est.note and "upper bound" in est.note
+
+
+def test_a_run_with_its_own_record_is_measured(reg, tmp_path):
+    run = taxi_runs(reg, "paper")[0]
+    write_record(tmp_path, run.config, wall=7200.0, history=[], data={}, peak=3000.0)
+    est = estimate.estimate_run(run, estimate.References(estimate.records_at_hand(tmp_path)))
+    assert est.basis == estimate.MEASURED and est.hours == pytest.approx(2.0 * max(run.resources["gpu"], 1))
+    assert est.peak_mb == 3000.0
+
+
+def test_plan_counts_every_run_and_each_once_in_the_total(reg, tmp_path, capsys):
+    ref = taxi_runs(reg, "smoke")[0]
+    write_record(tmp_path, ref.config, wall=10.0, history=[{"epoch_time_s": 2.0}], data={"train_events": 100})
+    plan = estimate.plan(reg, "paper", paper="hawkes_attention", results=tmp_path)
+    by_art = {a.artifact: a for a in plan.artifacts}
+    assert len(by_art["table7"].runs) == len(reg.artifact_runs("hawkes_attention", "table7", "paper"))
+    shared = {r.run_id for r in by_art["table2"].runs} & {r.run_id for r in by_art["table3"].runs}
+    assert shared  # Tables 2 and 3 read the same runs ...
+    total = plan.total()
+    assert len(total.runs) == len(reg.runs("paper", paper="hawkes_attention"))  # ... counted once in the total
+    assert by_art["table9"].count(estimate.NONE) == len(by_art["table9"].runs)  # no forecasting record: unknown
+    assert cli.main(["--results", str(tmp_path), "estimate", "--scale", "paper", "--paper", "hawkes_attention",
+                     "--artifact", "table7"]) == 0
+    out = capsys.readouterr().out
+    assert "hawkes_attention  table7" in out and "all               total" in out and "upper bound" in out
+
+
+def test_report_hook_gives_one_estimate_per_implemented_artifact(reg, tmp_path):
+    ests = estimate.artifact_estimates(reg, "hawkes_attention", "paper", results=tmp_path)
+    assert set(ests) == {a["id"] for a in reg.implemented("hawkes_attention")}
+    assert all(e.count(estimate.NONE) == len(e.runs) for e in ests.values())  # no records at all

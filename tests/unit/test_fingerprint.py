@@ -1,0 +1,160 @@
+"""Code fingerprints: an edit changes the fingerprint of exactly the runs whose code it touches."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from timerepro import fingerprint, registry
+from timerepro.fingerprint import Fingerprinter, Source, changes, code_fingerprint
+
+PACKAGE = Path(fingerprint.__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def reg():
+    return registry.load()
+
+
+@pytest.fixture(scope="module")
+def runs(reg):
+    """One run of every kind the registry has at any scale: a fingerprint depends only on the task,
+    model, encoder and the data a run reads."""
+    seen = {}
+    for scale in reg.scale_names():
+        for run in reg.runs(scale):
+            c = run.config
+            kind = (c["task"], c.get("model"), c.get("encoder"), tuple(fingerprint.run_datasets(c)), c.get("standin"))
+            seen.setdefault(kind, run)
+    return list(seen.values())
+
+
+@pytest.fixture
+def package(tmp_path) -> Path:
+    """A copy of the package to edit (with the parse cache of __pycache__, keyed by content)."""
+    dst = tmp_path / "timerepro"
+    shutil.copytree(PACKAGE, dst, ignore=shutil.ignore_patterns("*.pyc"))
+    return dst
+
+
+def digests(reg, runs, package: Path, lock=None) -> dict[str, str]:
+    fp = Fingerprinter(package_dir=package, models=reg.models, lock=lock)
+    return {r.run_id: fp.run(r.config).digest for r in runs}
+
+
+def edit_method(path: Path, cls: str, method: str) -> None:
+    """Add a statement at the top of `cls.method`, and rewrite the whole file in another layout
+    (ast.unparse drops comments and rewraps lines): only the statement may count."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == method:
+                    item.body.insert(1, ast.parse("_edited = 1").body[0])  # after the docstring
+                    path.write_text(ast.unparse(tree))
+                    return
+    raise AssertionError(f"{cls}.{method} not found in {path}")
+
+
+def changed(before: dict, after: dict) -> set[str]:
+    return {rid for rid in before if before[rid] != after[rid]}
+
+
+def test_editing_a_models_forward_changes_only_that_models_runs(reg, runs, package):
+    before = digests(reg, runs, package)
+    edit_method(package / "models" / "graph" / "tgat.py", "TGAT", "_embed")  # TGAT's forward computation
+    after = digests(reg, runs, package)
+    tgat_runs = {r.run_id for r in runs if r.config.get("model") == "tgat"}
+    assert tgat_runs and changed(before, after) == tgat_runs
+
+
+def test_a_shared_layer_changes_the_runs_of_every_model_using_it(reg, runs, package):
+    """TGN imports TGAT's TemporalAttention: editing it reruns TGAT and TGN, not DyGFormer or CAWN."""
+    before = digests(reg, runs, package)
+    edit_method(package / "models" / "graph" / "tgat.py", "TemporalAttention", "forward")
+    after = digests(reg, runs, package)
+    assert changed(before, after) == {r.run_id for r in runs if r.config.get("model") in ("tgat", "tgn")}
+
+
+def test_editing_one_tpp_module_leaves_the_other_models(reg, runs, package):
+    before = digests(reg, runs, package)
+    edit_method(package / "models" / "tpp" / "easytpp.py", "THPModel", "encode")
+    after = digests(reg, runs, package)
+    easytpp = {m for m, e in reg.models.items() if e.get("module", "").startswith("timerepro.models.tpp.easytpp:")}
+    assert changed(before, after) == {r.run_id for r in runs if r.config.get("model") in easytpp}
+    assert not any(r.config.get("model") == "hawkes_attention" for r in runs if r.run_id in changed(before, after))
+
+
+def test_editing_report_code_changes_no_run(reg, runs, package):
+    before = digests(reg, runs, package)
+    path = package / "report" / "aggregate.py"
+    path.write_text(path.read_text() + "\n\ndef _new_helper():\n    return 42\n")
+    assert digests(reg, runs, package) == before
+
+
+def test_comments_docstrings_and_layout_do_not_count(reg, runs, package):
+    before = digests(reg, runs, package)
+    path = package / "encoders.py"
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):  # every docstring rewritten
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(node):
+            node.body[0].value = ast.Constant("another docstring")
+    path.write_text("# a new comment\n" + ast.unparse(tree).replace("\n\n", "\n\n\n"))
+    assert digests(reg, runs, package) == before
+
+
+def test_a_shared_module_changes_every_run_that_imports_it(reg, runs, package):
+    before = digests(reg, runs, package)
+    edit_method(package / "encoders.py", "LinearEncoder", "forward")
+    after = digests(reg, runs, package)
+    with_encoder = {r.run_id for r in runs if "encoder" in r.config}
+    assert with_encoder and changed(before, after) >= with_encoder
+    stats = {r.run_id for r in runs if r.config["task"] == "dataset_statistics"}
+    assert stats and not stats & changed(before, after)  # statistics do not encode time
+
+
+def test_pinning_a_dataset_changes_the_real_data_runs_that_read_it(reg, runs, tmp_path):
+    from timerepro.data.lock import load_lock, parse_lock
+
+    lock = load_lock()
+    real = [r for r in runs if r.config.get("standin") is None and "standin" in r.config]
+    before = digests(reg, real, PACKAGE, lock=lock)
+    raw = yaml.safe_load(lock.path.read_text())
+    raw["datasets"]["uci"]["files"][0]["sha256"] = "a" * 64
+    after = digests(reg, real, PACKAGE, lock=parse_lock(raw, lock.path))
+    reads_uci = {r.run_id for r in real if "uci" in fingerprint.run_datasets(r.config)}
+    assert reads_uci and changed(before, after) == reads_uci
+    standin = [r for r in runs if r.config.get("standin")]
+    assert digests(reg, standin, PACKAGE, lock=lock) == digests(reg, standin, PACKAGE, lock=parse_lock(raw, lock.path))
+
+
+def test_a_model_module_comes_from_params_models_yaml(reg):
+    for name, entry in reg.models.items():
+        assert fingerprint.model_module(name, reg.models) == entry["module"].split(":")[0]
+    assert fingerprint.model_module("no_such_model", reg.models) is None
+
+
+def test_changes_name_the_modules_that_differ(reg, package):
+    run = next(r for r in reg.runs("smoke") if r.config.get("model") == "tgat")
+    old = Fingerprinter(package_dir=package, models=reg.models).run(run.config)
+    edit_method(package / "models" / "graph" / "tgat.py", "TGAT", "_embed")
+    new = Fingerprinter(package_dir=package, models=reg.models).run(run.config)
+    assert changes(old.as_record(), new) == ["timerepro.models.graph.tgat"]
+    assert changes(new.as_record(), new) == []
+    assert changes(None, new) == ["unknown code (record made before code fingerprints)"]
+
+
+def test_relative_imports_and_packages_are_followed(tmp_path):
+    pkg = tmp_path / "timerepro"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("X = 1\n")
+    (pkg / "sub" / "a.py").write_text("from .b import f\n\ndef g():\n    return f()\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    return 1\n")
+    (pkg / "other.py").write_text("def h():\n    return 2\n")
+    fp = code_fingerprint(["timerepro.sub.a"], source=Source(pkg))
+    assert set(fp.modules) == {"timerepro", "timerepro.sub", "timerepro.sub.a", "timerepro.sub.b"}

@@ -1,0 +1,63 @@
+# Shared by the workflow files: the registry's jobs at this scale, where results and data live,
+# the one interpreter of every job, and the input functions (this file defines no rules).
+
+import sys
+from pathlib import Path
+
+from snakemake.settings.types import DeploymentMethod
+
+from timerepro import cluster, records, registry
+from timerepro.data.pinning import unpinned_report
+from timerepro.fingerprint import Fingerprinter, run_datasets
+from timerepro.names import STANDIN_SCALES
+from timerepro.paths import data_dir, processed_path, results_dir
+
+cluster.normalise_slurm_job_states()  # plugin 2.8.0 never notices scancel-ed jobs (docs/cluster.md)
+
+SCALE = config["scale"]
+RESULTS = Path(config.get("results") or results_dir()).resolve()
+DATA = Path(config.get("data_dir") or data_dir()).resolve()
+# the interpreter that runs Snakemake (the project's environment, also on SLURM nodes of a shared
+# file system); `python` of the rule's conda environment when deploying with --sdm conda
+PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
+TR = f"{PYTHON} -m timerepro --results {RESULTS} --data-dir {DATA}"
+CONDA_ENV = "../../environment.yml"
+REG = registry.load()
+JOBS = {j.job_id: j for j in REG.jobs(SCALE)}
+PAPERS = list(registry.PAPERS)
+FINGERPRINTS = Fingerprinter(models=REG.models)
+JOB_CODE = {jid: FINGERPRINTS.job([r.config for r in j.runs]) for jid, j in JOBS.items()}
+for _paper in PAPERS:  # rewritten only when a job's fingerprint changed (see records.update_code_stamp)
+    records.update_code_stamp(records.code_stamp(RESULTS, _paper),
+                              {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper})
+
+if any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
+    _unpinned = unpinned_report(REG, SCALE)
+    if _unpinned:
+        print(f"WARNING: {_unpinned}", file=sys.stderr)
+
+
+def job_marker(job):
+    return records.job_marker(RESULTS, job.paper, job.job_id, JOB_CODE[job.job_id])
+
+
+def paper_jobs(wc):
+    """The markers of a paper's jobs, each named by the fingerprint of the current code, and the file
+    of those fingerprints (newer than the aggregate when one changed)."""
+    return [job_marker(j) for j in JOBS.values() if j.paper == wc.paper] + [records.code_stamp(RESULTS, wc.paper)]
+
+
+def job_data(wc):
+    """The processed datasets (manifest.json) a job's runs read: real ones or the scale's stand-ins."""
+    wanted = {(name, r.config.get("standin")) for r in JOBS[wc.job_id].runs for name in run_datasets(r.config)}
+    return sorted(str(processed_path(name, standin, DATA) / "manifest.json") for name, standin in wanted)
+
+
+def job_resource(key):
+    """A job's resource from params/ (through the registry); memory and time grow with each retry."""
+
+    def get(wc, attempt):
+        base = JOBS[wc.job_id].resources[key]
+        return base * attempt if key in ("mem_mb", "runtime") else base
+
+    return get
