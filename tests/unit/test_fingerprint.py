@@ -66,16 +66,16 @@ def changed(before: dict, after: dict) -> set[str]:
 
 def test_editing_a_models_forward_changes_only_that_models_runs(reg, runs, package):
     before = digests(reg, runs, package)
-    edit_method(package / "models" / "graph" / "tgat.py", "TGAT", "_embed")  # TGAT's forward computation
+    edit_method(package / "models" / "graph" / "tgat.py", "TGAT", "pair_embeddings")  # TGAT's own forward step
     after = digests(reg, runs, package)
     tgat_runs = {r.run_id for r in runs if r.config.get("model") == "tgat"}
     assert tgat_runs and changed(before, after) == tgat_runs
 
 
 def test_a_shared_layer_changes_the_runs_of_every_model_using_it(reg, runs, package):
-    """TGN imports TGAT's TemporalAttention: editing it reruns TGAT and TGN, not DyGFormer or CAWN."""
+    """TGAT and TGN share neighbor_attention's TemporalAttention: editing it reruns both, not DyGFormer or CAWN."""
     before = digests(reg, runs, package)
-    edit_method(package / "models" / "graph" / "tgat.py", "TemporalAttention", "forward")
+    edit_method(package / "models" / "graph" / "neighbor_attention.py", "TemporalAttention", "forward")
     after = digests(reg, runs, package)
     assert changed(before, after) == {r.run_id for r in runs if r.config.get("model") in ("tgat", "tgn")}
 

@@ -14,7 +14,7 @@ from timerepro.data.fetch import FetchResult, fetch_file, file_lock, hash_file
 from timerepro.data.lock import Dataset, Lock, check_obtainable, load_lock
 from timerepro.data.manifest import MANIFEST, PREPROCESS_VERSION, read_manifest
 from timerepro.io import atomic_write_text
-from timerepro.paths import processed_path, tree_root  # noqa: F401 (re-exported)
+from timerepro.paths import data_dir, processed_path, tree_root  # noqa: F401 (processed_path, tree_root re-exported)
 
 FAMILY_PREPARE = {"tpp": tpp.prepare, "series": series.prepare, "time2vec": time2vec.prepare}
 
