@@ -286,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("dvc", cmd_dvc, "write dvc.yaml from params/ (or --check that it is up to date)", scale=False)
     p.add_argument("--check", action="store_true")
     p.add_argument("--output", default="dvc.yaml")
+    from timerepro import resources
+
+    resources.add_subcommand(sub)
     try:
         from timerepro.data import commands as data_commands
 
