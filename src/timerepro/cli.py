@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from timerepro import resources
 from timerepro.registry import PAPERS
 from timerepro.schema import ConfigError, NotFoundError
 
@@ -373,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("dvc", cmd_dvc, "write dvc.yaml from params/ (or --check that it is up to date)", scale=False)
     p.add_argument("--check", action="store_true")
     p.add_argument("--output", default="dvc.yaml")
+    resources.add_subcommand(sub)
     data_commands.add_subcommands(sub)
     return parser
 

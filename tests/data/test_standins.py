@@ -67,16 +67,81 @@ def test_uci_standin_ships_only_ml_files_like_upstream(data_root):
         assert sorted(zf.namelist()) == ["uci/ml_uci.csv", "uci/ml_uci.npy", "uci/ml_uci_node.npy"]
 
 
-def test_graph_standin_has_recurring_periodic_pairs():
-    df = standins.synth_graph(np.random.default_rng(3), 3000, 100, True, 1)
+def _repeat_and_recency(df) -> tuple[float, float]:
+    """Share of edges whose (src, dst) pair came before, and share of those that go to the source's most recent
+    partner among sources with at least two past partners."""
+    seen, last, repeats, recent, eligible = set(), {}, 0, 0, 0
+    for u, v in zip(df.u.tolist(), df.i.tolist()):
+        if (u, v) in seen:
+            repeats += 1
+            past = last.setdefault(u, [])
+            if len(past) >= 2:
+                eligible += 1
+                recent += past[-1] == v
+        seen.add((u, v))
+        past = last.setdefault(u, [])
+        if v in past:
+            past.remove(v)
+        past.append(v)
+    return repeats / len(df), recent / max(eligible, 1)
+
+
+@pytest.mark.parametrize("bipartite", [True, False])
+def test_graph_standin_repeats_recent_partners_in_bursts(bipartite):
+    df = standins.synth_graph(np.random.default_rng(3), 3000, 100, bipartite, 1)
     assert len(df) == 3000 and df.ts.is_monotonic_increasing
-    src, dst, ts = df.u.to_numpy(), df.i.to_numpy(), df.ts.to_numpy()
-    pairs, counts = np.unique(np.stack([src, dst], 1), axis=0, return_counts=True)
-    top = pairs[np.argmax(counts)]
-    t = ts[(src == top[0]) & (dst == top[1])]
-    gaps = np.diff(t)
-    # a planted pair: many events whose gaps cluster around one period (low relative spread of the median gaps)
-    assert counts.max() >= 20 and np.median(np.abs(gaps - np.median(gaps))) < 0.1 * np.median(gaps)
+    repeat, recency = _repeat_and_recency(df)
+    assert repeat > 0.7  # most interactions repeat an earlier pair (EdgeBank's signal)
+    assert recency > 0.5  # ... and mostly the source's most recent partner (weight 1/k for the k-th most recent)
+    gaps = np.concatenate([np.diff(g.to_numpy()) for _, g in df.groupby("u").ts if len(g) > 2])
+    assert gaps.std() / gaps.mean() > 2  # bursts: far more dispersed than a Poisson stream (coefficient 1)
+    assert np.median(gaps) < 0.05 * gaps.mean()  # most gaps are inside a session
+    # every source joins early (its first session), so new nodes after training are mostly DyGLib's held-out ones
+    assert (df.groupby("u").ts.min() < np.quantile(df.ts, 0.25)).all()
+    if not bipartite:  # replies: a large share of edges u -> v is answered by v -> u within the hour
+        nxt = {(u, v): t for u, v, t in zip(df.u, df.i, df.ts)}  # last time of each directed pair
+        answered = [(v, u) in nxt and 0 < nxt[(v, u)] - t < 3600 for u, v, t in zip(df.u, df.i, df.ts)]
+        assert np.mean(answered) > 0.2
+
+
+def test_graph_standin_features_say_who_the_endpoints_are():
+    """Wide edge features (Wikipedia's 172) are a latent vector of the destination plus one of the source plus
+    noise: two edges to the same destination are alike, edges to different destinations are not."""
+    df = standins.synth_graph(np.random.default_rng(4), 2000, 60, True, 172)
+    f = df.filter(like="f").to_numpy()
+    f = f / np.linalg.norm(f, axis=1, keepdims=True)
+    same = df.i.to_numpy()[:, None] == df.i.to_numpy()[None, :]
+    cos = f @ f.T
+    off_diag = ~np.eye(len(df), dtype=bool)
+    assert cos[same & off_diag].mean() > 0.4 and abs(cos[~same].mean()) < 0.1
+    # weighted sets (counts, votes): positive weights that grow with the pair's past interactions
+    w = standins.synth_graph(np.random.default_rng(4), 2000, 60, False, 1, clock="steps")
+    assert (w.f0 > 0).all()
+    first = ~w.duplicated(["u", "i"])
+    assert w.f0[first].mean() < w.f0[~first].mean()
+    assert (standins.synth_graph(np.random.default_rng(4), 300, 30, False, 1).f0 == 0).all()  # UCI: no features
+
+
+@pytest.mark.parametrize("scale", standins.SCALES)
+def test_every_graph_standin_goes_through_dyglib_evaluation(scale, data_root):
+    """Each graph stand-in trains on at least one batch and every evaluation sampler (random, historical,
+    inductive; transductive and new-node parts) can draw negatives for every batch (a part whose every
+    source-destination pair is in one batch has none: DyGLib would loop forever)."""
+    from timerepro.data.ctdg import link_prediction_split, load_processed
+    from timerepro.graphs.negatives import dyglib_eval_samplers
+
+    for name in [n for n in NAMES if LOCK.get(n).family == "ctdg" and not LOCK.get(n).options.get("alternative_to")]:
+        data = load_processed(prepare(name, standin=scale))
+        split = link_prediction_split(data)
+        assert split.train.sum() >= 50 and split.test.sum() >= 10, name
+        for strategy in ("random", "historical", "inductive"):
+            for part, sampler in dyglib_eval_samplers(data, split, strategy).items():
+                idx = np.flatnonzero(getattr(split, part))
+                sampler.reset()
+                for start in range(0, len(idx), 200):
+                    b = idx[start:start + 200]
+                    neg_src, neg_dst = sampler.sample_for_batch(data.src[b], data.dst[b], data.ts[b])
+                    assert len(neg_dst) == len(b), (name, strategy, part)
 
 
 def test_hawkes_simulation_is_self_exciting():

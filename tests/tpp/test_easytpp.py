@@ -218,3 +218,40 @@ def test_inter_time_stats_match_easytpp_dataset(records):
     mean, std, _, _ = ds.get_dt_stats()
     ours = E.inter_time_stats(_Split([{k: np.asarray(v) for k, v in r.items()} for r in records]))
     assert ours == pytest.approx((mean, std), rel=1e-12)
+
+
+def test_fullynn_thinning_in_slices_equals_one_call_and_bounds_the_graph(monkeypatch):
+    """FullyNN's no-grad intensities are computed in slices along the sample axis so that one slice's autograd graphs
+    (EasyTPP keeps a double-backward graph per query and mark) stay within FULLYNN_GRAPH_FLOATS; the values and the
+    thinning predictions are bit for bit those of one call over the whole grid (slices of >= 600 queries here)."""
+    torch.manual_seed(0)
+    model = build_model("fullynn", {"d_model": 32, "num_mlp_layers": 3}, 5).eval()
+    hidden, s = torch.randn(4, 30, 32), torch.rand(4, 30, 50) * 3  # [B, L, H], [B, L, S]
+    calls = []
+    original = model._intensities
+    monkeypatch.setattr(model, "_intensities", lambda t, h: calls.append(t.shape[-1]) or original(t, h))
+    monkeypatch.setattr(E, "FULLYNN_GRAPH_FLOATS", 1 << 40)
+    with torch.no_grad():
+        whole = model.intensities_at(s, hidden)
+    assert calls == [50]
+    per_slice = E.FULLYNN_FLOATS_PER_QUERY_MARK * 32 * 5 * 4 * 30 * 5  # 5 of the 50 samples per slice
+    monkeypatch.setattr(E, "FULLYNN_GRAPH_FLOATS", per_slice)
+    calls.clear()
+    with torch.no_grad():
+        sliced = model.intensities_at(s, hidden)
+    assert calls == [5] * 10 and torch.equal(sliced, whole)
+    # the whole thinning prediction, sliced vs not (same generator seed)
+    records = easytpp_records(hawkes_sequences(np.random.default_rng(2), 5, 4, 25, 30), 5)
+    batch = collate(records, 5)
+    cfg = ThinningConfig(num_exp=50)
+    a = predict_next(model, batch, cfg, torch.Generator().manual_seed(3))
+    monkeypatch.setattr(E, "FULLYNN_GRAPH_FLOATS", 1 << 40)
+    b = predict_next(model, batch, cfg, torch.Generator().manual_seed(3))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+def test_fullynn_intensities_keep_their_graph_when_training():
+    """With grad enabled (the training likelihood) the intensities are one call and keep their graph to the weights."""
+    model = _small("fullynn")
+    lam = model.intensities_at(torch.rand(2, 3, 4), torch.randn(2, 3, SMALL["d_model"]))
+    assert lam.shape == (2, 3, 4, K) and lam.requires_grad

@@ -51,11 +51,19 @@ class ThinningConfig:
 IntensityFn = Callable[[torch.Tensor], torch.Tensor]  # s [B, L, S] -> lambda [B, L, S, K]
 
 
+def in_chunks(fn: Callable[[torch.Tensor], torch.Tensor], s: torch.Tensor, max_entries: int) -> torch.Tensor:
+    """fn(s) for s [B, L, S] -> [B, L, S, ...], evaluated on slices of s along S of at most `max_entries`
+    B*L*S entries each (at least one S column) and concatenated: what is alive at once is one slice's."""
+    B, L, S = s.shape
+    step = max(1, max_entries // max(1, B * L))
+    if step >= S:
+        return fn(s)
+    return torch.cat([fn(s[:, :, i:i + step]) for i in range(0, S, step)], dim=2)
+
+
 def _total_intensity(fn: IntensityFn, s: torch.Tensor, chunk_elements: int) -> torch.Tensor:
     """sum_c lambda_c at s [B, L, S] -> [B, L, S], evaluated in chunks along S."""
-    B, L, S = s.shape
-    step = max(1, chunk_elements // max(1, B * L))
-    return torch.cat([fn(s[..., i:i + step]).sum(-1) for i in range(0, S, step)], dim=-1)
+    return in_chunks(lambda x: fn(x).sum(-1), s, chunk_elements)
 
 
 @torch.no_grad()

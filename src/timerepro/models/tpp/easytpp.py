@@ -34,6 +34,7 @@ from torch import nn
 
 from timerepro.tpp.batch import Batch
 from timerepro.tpp.likelihood import EPS, LogLikelihood, integral_ratios
+from timerepro.tpp.thinning import in_chunks
 
 # registry name -> EasyTPP class name
 EASYTPP_MODELS = {"rmtpp": "RMTPP", "nhp": "NHP", "sahp": "SAHP", "thp": "THP", "attnhp": "AttNHP",
@@ -43,6 +44,9 @@ EASYTPP_MODELS = {"rmtpp": "RMTPP", "nhp": "NHP", "sahp": "SAHP", "thp": "THP", 
 CLASS_OPTIONS = {"ODETPP": {"ode_num_sample_per_step": int},
                  "FullyNN": {"num_mlp_layers": int, "proper_marked_intensities": bool},
                  "IntensityFree": {"num_mix_components": int}}
+# FullyNN without grad: one (query, mark) derivative graph holds ~10 H floats (measured 317 at H = 32, torch 2.13 CPU:
+# benchmarks/tpp_fullynn_memory.py); a slice of queries holds at most 2**26 floats (256 MB) of them
+FULLYNN_FLOATS_PER_QUERY_MARK, FULLYNN_GRAPH_FLOATS = 10, 1 << 26
 
 
 def time_deltas(time_seqs: torch.Tensor, type_seqs: torch.Tensor, pad_token_id: int) -> torch.Tensor:
@@ -207,12 +211,20 @@ class FullyNNModel(EasyTPPModel):
         return self.model.forward(*self.inputs(time_seqs, type_seqs))  # [B, L, H]
 
     def intensities_at(self, times_since_last, hidden):
-        grad = torch.is_grad_enabled()
+        """[B, L, S] -> [B, L, S, K]. Without grad (thinning) in slices along S: EasyTPP's derivative keeps a
+        double-backward graph per query and mark (create_graph=True), FULLYNN_GRAPH_FLOATS bounds one slice's."""
+        if torch.is_grad_enabled():
+            return self._intensities(times_since_last, hidden)
+        per_query = FULLYNN_FLOATS_PER_QUERY_MARK * hidden.size(-1) * self.num_event_types
+        return in_chunks(lambda s: self._intensities(s, hidden).detach(), times_since_last,
+                         max(1, FULLYNN_GRAPH_FLOATS // per_query))
+
+    def _intensities(self, times_since_last, hidden):
         B, L, S = times_since_last.shape
         with torch.enable_grad():
             h = hidden[:, :, None, :].expand(B, L, S, hidden.size(-1))  # [B, L, S, H]
             _, lam = self.model.layer_intensity(h, times_since_last.detach().clone())  # [B, L, S, K]
-        return lam if grad else lam.detach()
+        return lam
 
     def batch_log_likelihood(self, batch: Batch, *, num_samples: int = 20, sampling: str = "grid",
                              generator: torch.Generator | None = None) -> LogLikelihood:

@@ -1,0 +1,141 @@
+"""Declared resources against measured ones: every scheduler job of a scale asks for `mem_mb` and `runtime`
+(params/tasks.yaml < params/models.yaml < params/scales.yaml `resources`), its run records say what it used.
+
+A job's peak is the largest `peak_memory_mb` of its runs' provenance. Today that figure is ru_maxrss of the
+whole process, and a job runs its seeds in one process: the last run of a job reports the job's peak, which
+is what a scheduler enforces, so it is the right figure to hold against the job's `mem_mb`. A job's time is
+the sum of its runs' `wall_time_s` (the largest when its seeds trained together as one stacked ensemble,
+whose runs each report the shared wall time), held against `runtime` x runs (minutes), as the Snakefile asks.
+
+`check(registry, scale)` returns one `JobUse` per job with a record; `timerepro resources --scale S` prints
+them and exits 1 when a job used more than it declared, naming the params/ key to raise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from timerepro.records import load_record, run_dir
+
+PEAK_KEYS = ("peak_memory_mb",)  # provenance fields holding a run's peak resident memory (MB), first found wins
+STACKED = "stacked ensemble"  # provenance `trained_with` of seeds trained together (wall time shared)
+
+
+@dataclass(frozen=True)
+class JobUse:
+    paper: str
+    job_id: str
+    experiment: str
+    task: str
+    model: str | None
+    runs: int  # runs of the job with a complete record
+    mem_mb: float  # declared
+    peak_mb: float | None  # measured (None: no record holds a peak)
+    runtime_min: float  # declared for the whole job
+    wall_min: float | None
+    mem_source: str  # the params/ key that set mem_mb
+    runtime_source: str
+
+    @property
+    def over_memory(self) -> bool:
+        return self.peak_mb is not None and self.peak_mb > self.mem_mb
+
+    @property
+    def over_time(self) -> bool:
+        return self.wall_min is not None and self.wall_min > self.runtime_min
+
+
+def declared_source(registry, scale: str, task: str, model: str | None, key: str) -> str:
+    """Where the value of resource `key` for (task, model) at `scale` comes from (the last layer that sets it)."""
+    if key in registry.scales["scales"][scale].get("resources", {}).get(task, {}):
+        return f"params/scales.yaml scales.{scale}.resources.{task}.{key}"
+    if model and key in registry.models.get(model, {}).get("resources", {}):
+        return f"params/models.yaml {model}.resources.{key}"
+    return f"params/tasks.yaml {task}.resources.{key}"
+
+
+def _peak(provenance: dict) -> float | None:
+    for key in PEAK_KEYS:
+        if provenance.get(key) is not None:
+            return float(provenance[key])
+    return None
+
+
+def check(registry, scale: str, paper: str | None = None, results: Path | None = None) -> list[JobUse]:
+    """Declared against measured for every job of `scale` with at least one complete run record."""
+    out = []
+    for job in registry.jobs(scale, paper=paper):
+        records = [r for r in (load_record(run_dir(run.config, results)) for run in job.runs) if r is not None]
+        if not records:
+            continue
+        config = job.runs[0].config
+        peaks = [p for p in (_peak(r["provenance"]) for r in records) if p is not None]
+        walls = [float(r["provenance"]["wall_time_s"]) for r in records if r["provenance"].get("wall_time_s") is not None]
+        stacked = all(STACKED in str(r["provenance"].get("trained_with", "")) for r in records)
+        wall = (max(walls) if stacked else sum(walls)) / 60.0 if walls else None
+        task, model = config["task"], config.get("model")
+        out.append(JobUse(job.paper, job.job_id, config["experiment"], task, model, len(records),
+                          float(job.resources["mem_mb"]), max(peaks) if peaks else None,
+                          float(job.resources["runtime"]), wall,
+                          declared_source(registry, scale, task, model, "mem_mb"),
+                          declared_source(registry, scale, task, model, "runtime")))
+    return out
+
+
+def summary(uses: list[JobUse]) -> list[dict]:
+    """One row per (task, model, declaration): jobs, the largest measured peak and wall time, and the verdict."""
+    groups: dict[tuple, list[JobUse]] = {}
+    for u in uses:
+        groups.setdefault((u.task, u.model or "-", u.mem_mb, u.mem_source), []).append(u)
+    rows = []
+    for (task, model, mem, source), us in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        peaks = [u.peak_mb for u in us if u.peak_mb is not None]
+        over = [u for u in us if u.over_memory]
+        slow = [u for u in us if u.over_time]
+        rows.append({"task": task, "model": model, "jobs": len(us), "mem_mb": mem, "peak_mb": max(peaks) if peaks else None,
+                     "over_memory": len(over), "over_time": len(slow), "mem_source": source,
+                     "worst": max(over, key=lambda u: u.peak_mb) if over else None})
+    return rows
+
+
+def report(uses: list[JobUse], scale: str, file=None) -> bool:
+    """Print the summary and every job over its declaration; True when every job stayed within it."""
+    file = file or sys.stdout
+    if not uses:
+        print(f"no run records at scale {scale}: nothing to check", file=file)
+        return True
+    print(f"{'task':24s} {'model':20s} {'jobs':>4s} {'mem_mb':>7s} {'peak_mb':>8s}  verdict", file=file)
+    for row in summary(uses):
+        peak = "-" if row["peak_mb"] is None else f"{row['peak_mb']:.0f}"
+        verdict = "ok" if not row["over_memory"] else f"{row['over_memory']} job(s) over: raise {row['mem_source']}"
+        print(f"{row['task']:24s} {row['model']:20s} {row['jobs']:4d} {row['mem_mb']:7.0f} {peak:>8s}  {verdict}", file=file)
+    over = [u for u in uses if u.over_memory or u.over_time]
+    for u in over:
+        what = []
+        if u.over_memory:
+            what.append(f"peak {u.peak_mb:.0f} MB > mem_mb {u.mem_mb:.0f} ({u.mem_source})")
+        if u.over_time:
+            what.append(f"wall {u.wall_min:.1f} min > runtime {u.runtime_min:.0f} min ({u.runtime_source})")
+        print(f"OVER {u.paper}/{u.job_id} {u.experiment} ({u.runs} runs): " + "; ".join(what), file=file)
+    print(f"{len(uses)} jobs with records at scale {scale}: {sum(u.over_memory for u in uses)} over memory, "
+          f"{sum(u.over_time for u in uses)} over runtime", file=file)
+    return not over
+
+
+def add_subcommand(sub) -> None:
+    p = sub.add_parser("resources", help="check that declared mem_mb/runtime cover the run records' peaks",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scale", help="smoke, offline or paper (default: params/run.yaml)")
+    p.add_argument("--paper", help="one paper (default: all)")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    from timerepro.registry import load
+
+    registry = load()
+    scale = args.scale or registry.default_scale()
+    return 0 if report(check(registry, scale, paper=args.paper), scale) else 1
