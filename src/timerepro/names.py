@@ -12,3 +12,9 @@ ENCODER_LABELS = {
 }
 
 STANDIN_SCALES = ("smoke", "offline")  # the scales a labelled synthetic stand-in can be made at
+
+# dyg_mamba (issue 12): GraphMixer's fixed encoder, and "no time information" (dyg_mamba Figure 1's w/o-time arms)
+ENCODER_LABELS.update({
+    "fixed_cosine": "Fixed sinusoidal",
+    "none": "No time information",
+})

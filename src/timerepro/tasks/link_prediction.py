@@ -46,9 +46,10 @@ from timerepro.models.graph.dygformer import DyGFormer, dygformer_hparams, recen
 from timerepro.models.graph.attention_record import RECORDABLE, attention_records, record_attention, sample_edges
 from timerepro.models.graph.cawn import CAWN
 from timerepro.models.graph.defaults import with_dataset_defaults
+from timerepro.models.graph import dyg_mamba, edgebank, graphmixer, tcl
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
 from timerepro.models.graph.tgn import TGN
-from timerepro.train import fit
+from timerepro.train import FitResult, fit
 
 # DyGLib's seeds of the neighbour samplers' streams (uniform sampling), reset at every set_graph
 TRAIN_NEIGHBOR_SEED, EVAL_NEIGHBOR_SEED = 0, 1
@@ -143,6 +144,11 @@ MODELS: dict[str, Callable[[dict, CTDGData, LinkSplit, TemporalNeighbors], nn.Mo
     "dygformer": build_dygformer,
     "dygformer_separate": build_dygformer,
     "dygdecoder": build_dygformer,
+    # dyg_mamba's zoo (issue 12)
+    "tcl": tcl.build,
+    "graphmixer": graphmixer.build,
+    "edgebank": edgebank.build,
+    "dyg_mamba": dyg_mamba.build,
 }
 
 
@@ -152,10 +158,13 @@ class LinkPredictionModel(nn.Module):
     def __init__(self, backbone: nn.Module):
         super().__init__()
         self.backbone = backbone
-        self.predictor = LinkPredictor(backbone.out_dim)
+        # a backbone that scores pairs itself (EdgeBank: no parameters) needs no predictor
+        self.predictor = None if hasattr(backbone, "score") else LinkPredictor(backbone.out_dim)
 
     def forward(self, src, dst, times) -> torch.Tensor:
         """src, dst, times: (B,) numpy arrays -> (B,) logits."""
+        if self.predictor is None:
+            return self.backbone.score(src, dst, times)
         h_src, h_dst = self.backbone.pair_embeddings(src, dst, times)
         return self.predictor(h_src, h_dst)
 
@@ -169,6 +178,11 @@ def _hook(model: LinkPredictionModel, name: str, *args) -> None:
 
 def _neighbor_rng(seed: int) -> np.random.RandomState:
     return np.random.RandomState(seed)
+
+
+def trainable(model: nn.Module) -> bool:
+    """False for a model without trainable parameters (EdgeBank), which the task evaluates without training."""
+    return any(p.requires_grad for p in model.parameters())
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -256,7 +270,7 @@ def run(config: dict, ctx) -> dict:
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(seed)
     model = LinkPredictionModel(MODELS[config["model"]](config, data, split, train_graph)).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
+    opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"])) if trainable(model) else None
     negatives = train_sampler(data, split, seed=seed)
     monitor_samplers = dyglib_eval_samplers(data, split, monitor_negatives)
     val_idx = np.flatnonzero(split.val)
@@ -289,8 +303,12 @@ def run(config: dict, ctx) -> dict:
         m = evaluate(model, data, val_idx, monitor_samplers["val"], full_graph, batch_size)
         return {k: v for k, v in m.items() if k != "n_edges"}
 
-    result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode=MONITOR_MODE[monitor],
-                 max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx)
+    if trainable(model):
+        result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor,
+                     mode=MONITOR_MODE[monitor], max_epochs=int(config["max_epochs"]),
+                     patience=int(config["patience"]), ctx=ctx)
+    else:  # nothing to train (EdgeBank): evaluated as built, no epochs
+        result = FitResult()
 
     metrics: dict = {}
     evaluated: dict = {}
