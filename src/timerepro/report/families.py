@@ -15,6 +15,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "timerepro.report.link_prediction",
     "timerepro.report.forecasting",
     "timerepro.report.tpp",
+    "timerepro.report.dyg_mamba",
 )
 
 

@@ -46,7 +46,7 @@ from timerepro.models.graph.dygformer import DyGFormer, dygformer_hparams, recen
 from timerepro.models.graph.attention_record import RECORDABLE, attention_records, record_attention, sample_edges
 from timerepro.models.graph.cawn import CAWN
 from timerepro.models.graph.defaults import with_dataset_defaults
-from timerepro.models.graph import dyg_mamba, edgebank, graphmixer, tcl
+from timerepro.models.graph import dyg_mamba, edgebank, graphmixer, overrides, tcl
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
 from timerepro.models.graph.tgn import TGN
 from timerepro.train import FitResult, fit
@@ -246,6 +246,7 @@ def _record_attention(model: LinkPredictionModel, data: CTDGData, split: LinkSpl
 
 
 def run(config: dict, ctx) -> dict:
+    config = overrides.resolve(config)  # dyg_mamba: per-dataset overrides, one history length for all models
     seed = int(config["seed"])
     batch_size = int(config["batch_size"])
     eval_negatives = list(config["eval_negatives"])
@@ -327,6 +328,12 @@ def run(config: dict, ctx) -> dict:
 
     if int(config.get("record_attention", 0)) > 0 and config["model"] in RECORDABLE:
         _record_attention(model, data, split, full_graph, int(config["record_attention"]), seed, ctx)
+    if config.get("noise_ratios"):  # dyg_mamba Figures 8, 9: the test edges again, with noisy neighbours
+        from timerepro.tasks.noise_robustness import evaluate_under_noise
+        metrics.update(evaluate_under_noise(model, data, split, full_graph, config))
+    if int(config.get("case_study_edges", 0)) > 0:  # dyg_mamba Figure 6 (B-D)
+        from timerepro.models.graph.case_study import record_case_study
+        record_case_study(model, data, split, full_graph, int(config["case_study_edges"]), ctx)
 
     epoch_times = [row["epoch_time_s"] for row in result.history]
     metrics.update({

@@ -13,6 +13,7 @@ TASKS: dict[str, str] = {
     "temporal_point_process": "timerepro.tasks.temporal_point_process:run",
     "forecasting": "timerepro.tasks.forecasting:run",
     "node_classification": "timerepro.tasks.node_classification:run",
+    "sequence_cost": "timerepro.tasks.sequence_cost:run",  # dyg_mamba Figure 3
 }
 
 

@@ -13,7 +13,8 @@ sequence, so the work is O(L) elementwise products and sums (about 2 L of each o
 O(L) per (batch, channel, state) element, and the depth log2(L) levels of vectorised tensor operations.
 Everything is products and sums of numbers with |a| <= 1, so it is as accurate as the naive recurrence
 (no exp(-cumsum) rescaling as in log-space formulations, which lose digits on long sequences).
-Total cost of `selective_scan`: O(B L D N) time and memory.
+Total cost of `selective_scan`: O(B L D N) time; memory O(B L D N) transient inside one call (forward, or its
+backward, which recomputes the states) and O(B L (D + N)) kept for backward between calls.
 """
 
 from __future__ import annotations
@@ -40,19 +41,18 @@ def linear_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """h_k = a_k * h_(k-1) + b_k along dim 1 with h_(-1) = 0; a, b of equal shape (B, L, ...) -> h (B, L, ...)."""
     length = a.shape[1]
     if length == 1:
-        return b
-    if length % 2:  # one extra step (a = 0, b = 0) so the pairs close; dropped at the end
-        a = torch.cat([a, torch.zeros_like(a[:, :1])], dim=1)
-        b = torch.cat([b, torch.zeros_like(b[:, :1])], dim=1)
-    a_even, a_odd, b_even, b_odd = a[:, 0::2], a[:, 1::2], b[:, 0::2], b[:, 1::2]
+        return b.clone()
+    half = length // 2
+    a_even, a_odd = a[:, 0:2 * half:2], a[:, 1:2 * half:2]  # (B, L/2, ...) views
+    b_even, b_odd = b[:, 0:2 * half:2], b[:, 1:2 * half:2]
     # a pair (2i, 2i+1) composed into one step: h_(2i+1) = a_odd a_even h_(2i-1) + (a_odd b_even + b_odd)
-    h_odd = linear_recurrence(a_odd * a_even, a_odd * b_even + b_odd)  # (B, L/2, ...) states at 1, 3, 5, ...
-    # h_(2i) = a_even[i] h_(2i-1) + b_even[i], with h_(-1) = 0
-    h_before = torch.cat([torch.zeros_like(h_odd[:, :1]), h_odd[:, :-1]], dim=1)
-    h_even = a_even * h_before + b_even
-    # interleave: (B, L/2, 2, ...) -> (B, L, ...)
-    h = torch.stack([h_even, h_odd], dim=2).flatten(1, 2)
-    return h[:, :length]
+    h_odd = linear_recurrence(a_odd * a_even, torch.addcmul(b_odd, a_odd, b_even))  # states at 1, 3, 5, ...
+    h = torch.empty_like(b)
+    h[:, 1:2 * half:2] = h_odd
+    h[:, 0] = b[:, 0]  # h_0 = b_0 (h_(-1) = 0)
+    # h_(2i) = a_(2i) h_(2i-1) + b_(2i) for i >= 1, and the last step of an odd length
+    h[:, 2:length:2] = torch.addcmul(b[:, 2:length:2], a[:, 2:length:2], h_odd[:, : (length - 1) // 2])
+    return h
 
 
 def naive_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -62,11 +62,6 @@ def naive_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         h = a[:, k] * h + b[:, k]
         out.append(h)
     return torch.stack(out, dim=1)
-
-
-def _expand(m: torch.Tensor, batch: int, length: int) -> torch.Tensor:
-    """B or C as (batch, L, 1, N) per position, or (1, 1, D, N) when fixed per channel (not selective)."""
-    return m.unsqueeze(2) if m.dim() == 3 else m.unsqueeze(0).unsqueeze(0)
 
 
 def selective_scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, *,
@@ -83,16 +78,80 @@ def selective_scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: tor
         if zoh != "simplified":
             raise ValueError("mamba_ssm implements only the simplified discretisation (B_bar = Delta B)")
         return _scan_mamba_ssm(u, delta, A, B, C)
-    batch, length, _ = u.shape
+    return _SelectiveScan.apply(u, delta, A, B, C, zoh == "exact")
+
+
+def _discretise(u, delta, A, B, exact: bool):
+    """a = exp(Delta A) (batch, L, D, N) and b = B_bar u (batch, L, D, N)."""
     dA = delta.unsqueeze(-1) * A  # (batch, L, D, N)
     a = torch.exp(dA)
-    Bk, Ck = _expand(B, batch, length), _expand(C, batch, length)
-    if zoh == "simplified":
-        b = (delta * u).unsqueeze(-1) * Bk  # (batch, L, D, N): Delta_k B_k u_k
-    else:
-        b = (torch.expm1(dA) / A * u.unsqueeze(-1)) * Bk  # (exp(Delta A) - 1) / A * B u (A diagonal)
-    h = linear_recurrence(a, b)  # (batch, L, D, N)
-    return (h * Ck).sum(-1)  # (batch, L, D)
+    Bk = _per_position(B)
+    if exact:  # (exp(Delta A) - 1) / A * B u
+        return a, torch.expm1(dA) / A * u.unsqueeze(-1) * Bk
+    return a, (delta * u).unsqueeze(-1) * Bk  # Delta B u
+
+
+def _per_position(m: torch.Tensor) -> torch.Tensor:
+    return m.unsqueeze(2) if m.dim() == 3 else m  # (batch, L, 1, N) or (D, N)
+
+
+def _over_states(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """sum_n x[b, l, d, n] m[., n]: m (batch, L, N) per position or (D, N) fixed -> (batch, L, D)."""
+    return torch.einsum("bldn,bln->bld", x, m) if m.dim() == 3 else torch.einsum("bldn,dn->bld", x, m)
+
+
+def _over_channels(x: torch.Tensor, v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """sum_d x[b, l, d, n] v[b, l, d], shaped as `like`: (batch, L, N), or summed over batch and L too: (D, N)."""
+    return torch.einsum("bldn,bld->bln", x, v) if like.dim() == 3 else torch.einsum("bldn,bld->dn", x, v)
+
+
+class _SelectiveScan(torch.autograd.Function):
+    """The scan with its adjoint written out, so that backward keeps only the (batch, L, D) and (batch, L, N)
+    inputs and recomputes the (batch, L, D, N) states (as mamba_ssm's kernel does): the memory autograd would
+    hold for every state of every scan otherwise dominates the model's. With g = dL/dh = dy C, the adjoint
+    lam_k = g_k + a_(k+1) lam_(k+1) is the same recurrence run backwards: dL/db_k = lam_k, dL/da_k = lam_k h_(k-1);
+    the sums over states or channels are einsum contractions (no (batch, L, D, N) product is kept)."""
+
+    @staticmethod
+    def forward(ctx, u, delta, A, B, C, exact: bool):
+        a, b = _discretise(u, delta, A, B, exact)
+        h = linear_recurrence(a, b)
+        ctx.save_for_backward(u, delta, A, B, C)
+        ctx.exact = exact
+        return _over_states(h, C)  # y (batch, L, D)
+
+    @staticmethod
+    def backward(ctx, dy):
+        u, delta, A, B, C = ctx.saved_tensors
+        a, b = _discretise(u, delta, A, B, ctx.exact)
+        h = linear_recurrence(a, b)  # recomputed states (batch, L, D, N)
+        dC = _over_channels(h, dy, C)
+        # lam_k = g_k + a_(k+1) lam_(k+1), g = dy C: the recurrence on the reversed sequence, decays shifted by one
+        g = dy.unsqueeze(-1) * _per_position(C)
+        a_next = torch.cat([a[:, 1:], torch.zeros_like(a[:, :1])], dim=1)
+        lam = linear_recurrence(a_next.flip(1), g.flip(1)).flip(1)  # dL/db
+        del g, a_next
+        # dL/d(Delta A) through a = exp(Delta A): lam_k h_(k-1) a_k (h_(-1) = 0)
+        d_dA = lam * a
+        d_dA[:, 1:] *= h[:, :-1]
+        d_dA[:, 0] = 0
+        del h
+        ddelta = _over_states(d_dA, A)
+        dA = torch.einsum("bldn,bld->dn", d_dA, delta)
+        if ctx.exact:  # b = (exp(Delta A) - 1)/A u B: db/dDelta = a u B, db/dA = u B (Delta A a - (a - 1)) / A^2
+            Bk, dA_ = _per_position(B), delta.unsqueeze(-1) * A
+            lam_u = lam * u.unsqueeze(-1)
+            factor = torch.expm1(dA_) / A
+            du = _over_states(lam * factor, B)
+            dB = _over_channels(lam_u * factor, torch.ones_like(u), B)
+            ddelta = ddelta + _over_states(lam_u * a, B)
+            dA = dA + (lam_u * Bk * (dA_ * a - (a - 1)) / A**2).sum((0, 1))
+        else:  # b = Delta u B
+            lam_B = _over_states(lam, B)  # (batch, L, D)
+            du = delta * lam_B
+            ddelta = ddelta + u * lam_B
+            dB = _over_channels(lam, delta * u, B)
+        return du, ddelta, dA, dB, dC, None
 
 
 def _scan_mamba_ssm(u, delta, A, B, C) -> torch.Tensor:
