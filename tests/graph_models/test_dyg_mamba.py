@@ -263,9 +263,18 @@ def task(standin_root, monkeypatch):
 
 
 def test_killed_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_resume):
-    cfg = make_config(max_epochs=3)
-    expected = json.loads((runs.execute(cfg, results=tmp_path / "a", show_progress=False) / "metrics.json").read_text())
+    """Also the noisy-neighbour evaluation (Figures 8, 9) and the case study (Figure 6) of a run."""
+    cfg = make_config(max_epochs=3, noise_ratios=[0.0, 0.5], case_study_edges=1)
+    a = runs.execute(cfg, results=tmp_path / "a", show_progress=False)
+    expected = json.loads((a / "metrics.json").read_text())
     assert 0 <= expected["test_transductive_random_ap"] <= 1 and expected["n_parameters"] > 0
+    # ratio 0 is the clean evaluation; 50% inserted noise changes the scores
+    assert expected["test_transductive_random_noise0_ap"] == expected["test_transductive_random_ap"]
+    assert expected["test_transductive_random_noise0.5_ap"] != expected["test_transductive_random_ap"]
+    with np.load(a / "case_study.npz") as z:
+        n = len(z["cos_target_0"])
+        assert z["sim_layers_0"].shape == (n, n) and 1 <= n <= TINY["max_input_sequence_length"]
+        assert np.all(np.abs(z["cos_target_0"]) <= 1 + 1e-6)
     d = kill_then_resume(cfg, tmp_path / "b", after=2)
     got = json.loads((d / "metrics.json").read_text())
     assert json.loads((d / "provenance.json").read_text())["resumed_from_epoch"] == 1

@@ -139,3 +139,21 @@ def test_edgebank_is_evaluated_without_training(task, tmp_path):
     metrics = json.loads((d / "metrics.json").read_text())
     assert metrics["epochs_run"] == 0 and metrics["n_parameters"] == 0 and metrics["epoch_time_s"] is None
     assert 0 <= metrics["test_transductive_random_ap"] <= 1 and 0 <= metrics["val_transductive_historical_auc"] <= 1
+
+
+def test_datasets_without_edge_features():
+    """Zero-padded (DyGLib's loader) edge features work for every model; GraphMixer, whose channels are the edge
+    feature columns, refuses a table with no columns by name, the others take it."""
+    src, dst, ts, eids, node, _ = toy()
+    g = TemporalNeighbors(src, dst, ts, eids, num_nodes=len(node))
+    for edge in (np.zeros((len(src) + 1, 172)), np.zeros((len(src) + 1, 0))):
+        tcl = TCL(node, edge, time_dim=4, num_neighbors=3, num_layers=1)
+        tcl.set_graph(g)
+        with torch.no_grad():
+            assert torch.isfinite(tcl.pair_embeddings(src[:3], dst[:3], np.full(3, 25.0))[0]).all()
+    mixer = GraphMixer(node, np.zeros((len(src) + 1, 172)), time_dim=4, num_neighbors=3, time_gap=5)
+    mixer.set_graph(g)
+    with torch.no_grad():
+        assert torch.isfinite(mixer.pair_embeddings(src[:3], dst[:3], np.full(3, 25.0))[0]).all()
+    with pytest.raises(ValueError, match="edge features"):
+        GraphMixer(node, np.zeros((len(src) + 1, 0)), time_dim=4)

@@ -9,8 +9,8 @@ import pytest
 
 from timerepro.models.graph.overrides import KNOB, resolve
 from timerepro.report import published, tables
-from timerepro.report.dyg_mamba import (AVG_RANK, NSS, average_ranks, dm_c21, dm_table4, dm_table5, growth_exponent,
-                                        lp_rows)
+from timerepro.report.aggregate import AGGREGATORS
+from timerepro.report.dyg_mamba import AVG_RANK, NSS, average_ranks, dm_c21, dm_table5, growth_exponent, lp_rows
 
 
 @pytest.mark.parametrize("artifact, metric", [("table4", f"AP_transductive_{s}") for s in NSS.values()]
@@ -67,7 +67,7 @@ def test_table5_and_the_rank_consistency_claim():
                   ("all Time-dependent", "UCI"): pytest.approx(50.0)}
     recs = [record(m, ds, 0, {f"test_transductive_{s}_ap": v for s in NSS.values()})
             for ds, vals in (("uci", (0.9, 0.8, 0.7)), ("enron", (0.6, 0.8, 0.7))) for m, v in zip(("dyg_mamba", "dygformer", "tcl"), vals)]
-    rows = dm_table4(recs)
+    rows = AGGREGATORS["dm_table4"](recs)
     df = pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} | {"artifact": "table4"} for r in rows])
     verdict, detail = dm_c21(df)
     assert verdict == "holds", detail
@@ -96,3 +96,33 @@ def test_table1_is_a_qualitative_matrix_from_params():
     t = tables.qualitative(art["qualitative"])
     assert t.shape == (10, 6) and set(t.columns.get_level_values("source")) == {"stated in the paper"}
     assert (t.loc["DyG-Mamba"] == "yes").all() and t.loc["EdgeBank"].iloc[0] == "no"
+
+
+@pytest.mark.parametrize("edit, key, message", [
+    (lambda d: d["experiments"]["lp_dyg_mamba_variants"]["grid"].update(variant=["wo_time_span", "w/o everything"]),
+     "experiments.lp_dyg_mamba_variants.grid.variant[1]", "is not one of"),
+    (lambda d: d["experiments"]["lp_dyg_mamba"]["fixed"].update(cross_attention="self"),
+     "experiments.lp_dyg_mamba.fixed.cross_attention", "is not one of"),
+    (lambda d: d["experiments"]["lp_tcl"].update(model="tcl2"), "experiments.lp_tcl.model", "unknown model 'tcl2'"),
+    (lambda d: d["experiments"]["lp_edgebank"]["grid"].update(edgebank_memory=["forever"]),
+     "experiments.lp_edgebank.grid.edgebank_memory[0]", "is not one of"),
+])
+def test_bad_dyg_mamba_configs_are_refused_before_any_job(tmp_path, edit, key, message):
+    """An unknown model, variant or switch value in params/dyg_mamba.yaml is refused naming the file and key."""
+    import shutil
+
+    import yaml
+
+    from timerepro import registry
+    from timerepro.paths import params_dir
+    from timerepro.schema import ConfigError
+
+    dst = tmp_path / "params"
+    shutil.copytree(params_dir(), dst)
+    path = dst / "dyg_mamba.yaml"
+    doc = yaml.safe_load(path.read_text())
+    edit(doc)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ConfigError) as err:
+        registry.load(dst)
+    assert err.value.path.endswith("dyg_mamba.yaml") and err.value.key == key and message in str(err.value)

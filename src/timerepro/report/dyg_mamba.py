@@ -166,28 +166,11 @@ def dm_table2(records: list[dict]) -> list[dict]:
     return rows
 
 
-@aggregator("dm_table4")
-def dm_table4(records: list[dict]) -> list[dict]:
-    """Table 4: transductive AP under rnd/hist/ind negatives."""
-    return lp_rows(records, "transductive", "ap")
-
-
-@aggregator("dm_table9")
-def dm_table9(records: list[dict]) -> list[dict]:
-    """Table 9: transductive AUC (FreeDyG: published only)."""
-    return lp_rows(records, "transductive", "auc")
-
-
-@aggregator("dm_table10")
-def dm_table10(records: list[dict]) -> list[dict]:
-    """Table 10: inductive AP (EdgeBank N/A; FreeDyG published only)."""
-    return lp_rows(records, "inductive", "ap")
-
-
-@aggregator("dm_table11")
-def dm_table11(records: list[dict]) -> list[dict]:
-    """Table 11: inductive AUC."""
-    return lp_rows(records, "inductive", "auc")
+# Tables 4, 9, 10, 11: (setting, metric) of each table's three negative-sampler blocks
+LP_TABLES = {"dm_table4": ("transductive", "ap"), "dm_table9": ("transductive", "auc"),
+             "dm_table10": ("inductive", "ap"), "dm_table11": ("inductive", "auc")}
+for _name, (_setting, _kind) in LP_TABLES.items():
+    aggregator(_name)(lambda records, s=_setting, k=_kind: lp_rows(records, s, k))
 
 
 # ------------------------------------------------------------------ Table 3 (node classification)
@@ -520,7 +503,7 @@ def dm_noise(records: list[dict]) -> list[dict]:
 # ------------------------------------------------------------------ renderers
 
 COLORS = {"DyG-Mamba": "#D55E00", "DyGFormer": "#0072B2", "GraphMixer": "#009E73", "TGN": "#CC79A7", "TCL": "#E69F00",
-          "TGAT": "#56B4E9", "CAWN": "#F0E442", "JODIE": "#999999", "DyRep": "#000000", "EdgeBank": "#777777"}
+          "TGAT": "#56B4E9", "CAWN": "#F0E442", "vMamba": "#882255", "JODIE": "#999999", "DyRep": "#000000", "EdgeBank": "#777777"}
 
 
 def _empty(ax, text="not run at this scale") -> None:
@@ -652,7 +635,7 @@ def dm_fig6_render(df: pd.DataFrame, meta: dict) -> plt.Figure:
         g = g.assign(i=g["column"].astype(int)).sort_values("i")
         axes[1].plot(g["i"], g["mean"], marker="o", color=COLORS.get(model), label=model)
     axes[1].set_title("(B) similarity to the target (normalised)", fontsize=9)
-    axes[1].set_xlabel("position in u's sequence (oldest first)")
+    axes[1].set_xlabel("position in u's sequence (DyG-Mamba: history then u; DyGFormer: u then history)", fontsize=7)
     if b.empty:
         _empty(axes[1])
     else:
@@ -666,6 +649,7 @@ def dm_fig6_render(df: pd.DataFrame, meta: dict) -> plt.Figure:
         mat = np.full((n, n), np.nan)
         for r in c.itertuples():
             mat[int(r.row) - 1, int(r.column) - 1] = r.mean
+        ax.grid(False)
         im = ax.imshow(mat, cmap="viridis", vmin=-1, vmax=1)
         ax.set_title(f"({'C' if model == OURS else 'D'}) {model}: last vs second-last", fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.7)
