@@ -96,3 +96,8 @@ class NoisyNeighbors:
         right = np.arange(width)[None, :] < lengths[:, None]
         return History(np.where(right, roll(left.neighbor_ids), 0), np.where(right, roll(left.edge_ids), 0),
                        np.where(right, roll(left.times), 0).astype(self.graph.time_dtype), lengths.astype(np.int64))
+
+    def multi_hop(self, nodes, times, k: int, num_hops: int, strategy: str = "recent", rng=None,
+                  time_scaling_factor: float = 0.0):
+        """TemporalNeighbors.multi_hop over the noisy answers (every hop perturbed, CAWN's walks)."""
+        return TemporalNeighbors.multi_hop(self, nodes, times, k, num_hops, strategy, rng, time_scaling_factor)
