@@ -266,3 +266,86 @@ class Time2Vec(nn.Module):
             return periodic
         linear = self.w0 * tau + self.phi0  # (..., 1)
         return torch.cat([linear, periodic], dim=-1)
+
+
+# ------------------------------------------------------------------ dyg_mamba (GraphMixer, DyG-Mamba)
+
+def fixed_frequencies(dim: int, alpha: float = 10.0, beta: float | None = None) -> torch.Tensor:
+    """omega_i = alpha^(-(i-1)/beta), i = 1..dim (GraphMixer, section 3.1). beta = (dim - 1)/9 with alpha = 10
+    (the default) gives DyGLib's 1/10^linspace(0, 9, dim), the frequencies GraphMixer's DyGLib code freezes."""
+    if dim < 1:
+        raise ValueError(f"dimension must be >= 1, got {dim}")
+    if beta is None:
+        beta = (dim - 1) / 9.0 if dim > 1 else 1.0
+    if not (alpha > 0 and beta > 0):
+        raise ValueError(f"alpha and beta must be > 0, got alpha={alpha}, beta={beta}")
+    i = np.arange(1, dim + 1, dtype=np.float64)
+    return torch.from_numpy(alpha ** (-(i - 1) / beta)).float()
+
+
+@register("fixed_cosine")
+class FixedCosineEncoder(nn.Module):
+    """Phi(dt) = cos(omega dt), omega_i = alpha^(-(i-1)/beta) fixed, not trained (GraphMixer's time encoder;
+    DyG-Mamba's X_T). A buffer, so it is in checkpoints but never given to an optimizer."""
+
+    def __init__(self, dim: int, *, mean: float = 0.0, std: float = 1.0, alpha: float = 10.0, beta: float | None = None):
+        super().__init__()
+        self.dim = dim
+        self.register_buffer("w", fixed_frequencies(dim, alpha, beta))
+
+    def forward(self, dt: torch.Tensor) -> torch.Tensor:
+        # (..., 1) * (dim,) -> (..., dim)
+        return torch.cos(dt.unsqueeze(-1) * self.w)
+
+
+@register("none")
+class NoTimeEncoder(nn.Module):
+    """Phi(dt) = 0: a model "without time information" (dyg_mamba Figure 1); its time channel carries nothing."""
+
+    def __init__(self, dim: int, *, mean: float = 0.0, std: float = 1.0):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, dt: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(*dt.shape, self.dim, dtype=dt.dtype if dt.is_floating_point() else torch.float32,
+                           device=dt.device)
+
+
+def time_spans(times: np.ndarray, query_times: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """DyG-Mamba's normalised time spans r (Eq. 5 as decided in docs/dyg_mamba.md, A01), in float64.
+
+    times (B, L) in time order along each row with padding where `valid` (B, L) is False (padding
+    may sit anywhere; DyG-Mamba pads on the left); query_times (B,) the prediction time tau. For the
+    valid entries t_1 < ... of a row, r_1 = 1 / (tau - t_1) and r_k = (t_k - t_(k-1)) / (tau - t_1): the
+    span since the previous interaction, normalised by the span the sequence covers (1 when
+    tau - t_1 <= 0, i.e. a row holding only the node itself at tau). Padding gets 0."""
+    times = np.asarray(times, dtype=np.float64)
+    valid = np.asarray(valid, dtype=bool)
+    tau = np.asarray(query_times, dtype=np.float64)[:, None]  # (B, 1)
+    rows = np.arange(times.shape[0])
+    has = valid.any(axis=1)
+    first = np.where(has, valid.argmax(axis=1), 0)  # (B,) position of the first valid entry
+    t_first = np.where(has, times[rows, first], tau[:, 0])[:, None]  # (B, 1)
+    den = tau - t_first
+    den = np.where(den > 0, den, 1.0)
+    # previous valid time of every position: forward-fill the valid times (B, L)
+    idx = np.where(valid, np.arange(times.shape[1])[None, :], -1)
+    last_valid = np.maximum.accumulate(idx, axis=1)
+    prev = np.concatenate([np.full((times.shape[0], 1), -1), last_valid[:, :-1]], axis=1)  # (B, L)
+    prev_t = times[rows[:, None], np.maximum(prev, 0)]
+    span = np.where(prev >= 0, times - prev_t, 1.0)  # the first valid entry: 1 (-> 1 / den)
+    return np.where(valid, span / den, 0.0)
+
+
+class TimeSpanControl(nn.Module):
+    """DyG-Mamba's time-span control signal (Eq. 5): s = SiLU(Linear(cos(omega r))) of the normalised spans r
+    (`time_spans`), omega fixed as GraphMixer's. (B, L) spans -> (B, L, out_dim); Delta = softplus(W s + b)
+    is then taken per channel inside each block (Algorithm 1)."""
+
+    def __init__(self, enc_dim: int, out_dim: int, alpha: float = 10.0, beta: float | None = None):
+        super().__init__()
+        self.encode = FixedCosineEncoder(enc_dim, alpha=alpha, beta=beta)
+        self.proj = nn.Linear(enc_dim, out_dim)
+
+    def forward(self, spans: torch.Tensor) -> torch.Tensor:
+        return nn.functional.silu(self.proj(self.encode(spans)))

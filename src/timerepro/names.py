@@ -17,6 +17,8 @@ ENCODER_LABELS = {
     "sine_cosine": "Sine-cosine",
     "cosine_scale": "Sinusoidal-scale",
     "time2vec": "Time2Vec",
+    "fixed_cosine": "Fixed sinusoidal",  # GraphMixer's untrained encoder (dyg_mamba)
+    "none": "No time information",       # dyg_mamba Figure 1's w/o-time arms
 }
 
 STANDIN_SCALES = ("smoke", "offline")  # the scales a labelled synthetic stand-in can be made at

@@ -19,9 +19,12 @@ from timerepro import registry, runs
 from timerepro.data import standins
 from timerepro.data.ctdg import CTDGData, load_processed, node_classification_split
 from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.dyg_mamba import DyGMamba
 from timerepro.models.graph.dygformer import DyGFormer
+from timerepro.models.graph.graphmixer import GraphMixer
 from timerepro.models.graph.spectral import fit_projection
 from timerepro.models.graph.swinit import SWINIT
+from timerepro.models.graph.tcl import TCL
 from timerepro.models.graph.tgat import TGAT
 from timerepro.tasks import link_prediction as lp
 from timerepro.tasks import node_classification as nc
@@ -163,6 +166,8 @@ def toy_data(src, dst, ts, edge_feat, node_feat) -> CTDGData:
 
 def toy_backbone(kind: str, node_feat, edge_feat) -> lp.LinkPredictionModel:
     torch.manual_seed(0)
+    if kind in ZOO:  # dyg_mamba's models (issue 12)
+        return nc.freeze(lp.LinkPredictionModel(ZOO[kind](node_feat, edge_feat)))
     if kind == "dygformer":
         net = DyGFormer(node_feat, edge_feat, variant="dygformer", encoder="linear", time_dim=1, channel_dim=4,
                         max_input_sequence_length=6, num_layers=1, num_heads=2, time_mean=10.0, time_std=5.0)
@@ -177,7 +182,15 @@ def toy_backbone(kind: str, node_feat, edge_feat) -> lp.LinkPredictionModel:
     return nc.freeze(lp.LinkPredictionModel(net))
 
 
-@pytest.mark.parametrize("kind", ["tgat-recent", "tgat-uniform", "dygformer", "swinit-gru", "swinit-mlp"])
+ZOO = {  # tiny configurations of dyg_mamba's models
+    "tcl": lambda n, e: TCL(n, e, time_dim=4, num_neighbors=3, num_layers=1, num_heads=2),
+    "graphmixer": lambda n, e: GraphMixer(n, e, time_dim=4, num_neighbors=3, time_gap=5, sampling="uniform"),
+    "dyg_mamba": lambda n, e: DyGMamba(n, e, time_dim=4, channel_dim=4, cooccurrence_dim=4, d_state=4, d_out=6,
+                                       max_input_sequence_length=6),
+}
+
+
+@pytest.mark.parametrize("kind", ["tgat-recent", "tgat-uniform", "dygformer", "swinit-gru", "swinit-mlp", *ZOO])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_embeddings_never_see_the_future(kind, seed):
     """The head's inputs for every edge up to time T (ties at T included) are unchanged when more edges

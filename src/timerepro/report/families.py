@@ -21,6 +21,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "timerepro.report.hawkes_attention",
     "timerepro.report.swinit",
     "timerepro.report.time2vec",
+    "timerepro.report.dyg_mamba",
 )
 
 # decorator name -> what it registers (the catalogs' kinds)

@@ -30,7 +30,15 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
                 fig = figures.RENDERERS[art["render"]](rep, meta)
                 paths = figures.save(fig, results / "figures" / paper / aid)
                 entry["figures"] = [str(p.relative_to(results)) for p in paths]
-        if not rep.empty or not pub.empty:
+        if art["status"] == "qualitative":  # a matrix from params/, as the paper states it (no numbers)
+            table = tables.qualitative(art["qualitative"])
+            stem = results / "tables" / paper / aid
+            caption = f"{paper} {aid}: {art['title']} (qualitative, as the paper states it)"
+            note = art["qualitative"].get("note", "")
+            atomic_write_text(stem.with_suffix(".md"), f"<!-- {caption} -->\n" + tables.to_markdown(table) + f"\n{note}\n")
+            atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption))
+            entry["tables"] = [str(stem.with_suffix(ext).relative_to(results)) for ext in (".md", ".tex")]
+        elif not rep.empty or not pub.empty:
             table = tables.comparison(pub, rep)
             stem = results / "tables" / paper / aid
             md = stem.with_suffix(".md")

@@ -124,3 +124,11 @@ def _spans(values: list) -> list[tuple]:
         else:
             out.append((v, 1))
     return out
+
+
+def qualitative(spec: dict) -> pd.DataFrame:
+    """A qualitative matrix as a paper states it (params/<paper>.yaml `qualitative`: columns, one row of cells per
+    method): a table of strings, not numbers, under a `stated in the paper` heading."""
+    cols = pd.MultiIndex.from_tuples([(c, "stated in the paper") for c in spec["columns"]], names=["column", "source"])
+    return pd.DataFrame([list(v) for v in spec["rows"].values()], index=pd.Index(list(spec["rows"]), name="method"),
+                        columns=cols)

@@ -55,11 +55,12 @@ from timerepro.models.graph.attention_record import RECORDABLE, attention_record
 from timerepro.models.graph.backbone import NodeEmbedder
 from timerepro.models.graph.cawn import CAWN, walks_as_array
 from timerepro.models.graph.defaults import with_dataset_defaults
+from timerepro.models.graph import overrides
 from timerepro.models.graph.memory import stream_state
 from timerepro.models.graph.tgat import TGAT, LinkPredictor
 from timerepro.models.graph.tgn import TGN
 from timerepro.models.registry import TaskModels
-from timerepro.train import fit
+from timerepro.train import FitResult, fit
 
 # DyGLib's seeds of the neighbour samplers' streams (uniform sampling), reset at every set_graph
 TRAIN_NEIGHBOR_SEED, EVAL_NEIGHBOR_SEED = 0, 1
@@ -194,10 +195,13 @@ class LinkPredictionModel(nn.Module):
     def __init__(self, backbone: nn.Module):
         super().__init__()
         self.backbone = backbone
-        self.predictor = LinkPredictor(backbone.out_dim)
+        # a backbone that scores pairs itself (EdgeBank: no parameters) needs no predictor
+        self.predictor = None if hasattr(backbone, "score") else LinkPredictor(backbone.out_dim)
 
     def forward(self, src, dst, times) -> torch.Tensor:
         """src, dst, times: (B,) numpy arrays -> (B,) logits."""
+        if self.predictor is None:
+            return self.backbone.score(src, dst, times)
         h_src, h_dst = self.backbone.pair_embeddings(src, dst, times)
         return self.predictor(h_src, h_dst)
 
@@ -227,6 +231,11 @@ def autocast(amp: str, device: torch.device):
 
 def _neighbor_rng(seed: int) -> np.random.RandomState:
     return np.random.RandomState(seed)
+
+
+def trainable(model: nn.Module) -> bool:
+    """False for a model without trainable parameters (EdgeBank), which the task evaluates without training."""
+    return any(p.requires_grad for p in model.parameters())
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -316,6 +325,7 @@ def _record_attention(model: LinkPredictionModel, data: CTDGData, split: LinkSpl
 
 
 def run(config: dict, ctx) -> dict:
+    config = overrides.resolve(config)  # dyg_mamba: per-dataset overrides, one history length for all models
     seed = int(config["seed"])
     batch_size = int(config["batch_size"])
     eval_negatives = list(config["eval_negatives"])
@@ -342,7 +352,7 @@ def run(config: dict, ctx) -> dict:
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(seed)
     model = LinkPredictionModel(builder(config, data, split, train_graph)).to(device)
-    opt = make_optimizer(config, model.parameters())
+    opt = make_optimizer(config, model.parameters()) if trainable(model) else None
     negatives = train_sampler(data, split, seed=seed)
     monitor_samplers = dyglib_eval_samplers(data, split, monitor_negatives)
     if monitor_part not in monitor_samplers:
@@ -383,8 +393,12 @@ def run(config: dict, ctx) -> dict:
         m = evaluate(model, data, val_idx, monitor_samplers[monitor_part], full_graph, batch_size, amp)
         return {k: v for k, v in m.items() if k != "n_edges"}
 
-    result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode=MONITOR_MODE[monitor],
-                 max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx)
+    if trainable(model):
+        result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor,
+                     mode=MONITOR_MODE[monitor], max_epochs=int(config["max_epochs"]),
+                     patience=int(config["patience"]), ctx=ctx)
+    else:  # nothing to train (EdgeBank): evaluated as built, no epochs
+        result = FitResult()
 
     metrics: dict = {}
     evaluated: dict = {}
@@ -403,6 +417,12 @@ def run(config: dict, ctx) -> dict:
 
     if int(config.get("record_attention", 0)) > 0 and config["model"] in RECORDABLE:  # 0: not a task default (run ids)
         _record_attention(model, data, split, full_graph, int(config["record_attention"]), seed, ctx)
+    if config.get("noise_ratios"):  # dyg_mamba Figures 8, 9: the test edges again, with noisy neighbours
+        from timerepro.tasks.noise_robustness import evaluate_under_noise
+        metrics.update(evaluate_under_noise(model, data, split, full_graph, config))
+    if int(config.get("case_study_edges", 0)) > 0:  # dyg_mamba Figure 6 (B-D)
+        from timerepro.models.graph.case_study import record_case_study
+        record_case_study(model, data, split, full_graph, int(config["case_study_edges"]), ctx)
 
     epoch_times = [row["epoch_time_s"] for row in result.history]
     metrics.update({

@@ -240,6 +240,7 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
 
 def run(config: dict, ctx) -> dict:
     """Backbone (trained here or loaded), frozen; head trained and selected on validation AUC."""
+    config = lp.overrides.resolve(config)  # dyg_mamba: per-dataset overrides, one history length for all models
     if config["model"] not in lp.MODELS:
         raise KeyError(f"unknown link-prediction model {config['model']!r}; known: {sorted(lp.MODELS)}")
     data, data_info = lp._load(config)

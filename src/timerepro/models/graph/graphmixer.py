@@ -1,0 +1,120 @@
+"""GraphMixer (Cong et al. 2023) as DyGLib implements it (`models/GraphMixer.py`; read, not copied).
+
+Link encoder: the node's k sampled interactions before t (left-padded), each [x_e ; Phi(t - t_j)] with
+the FIXED time encoder Phi(dt) = cos(omega dt), omega_i = alpha^(-(i-1)/beta) (`encoders.FixedCosineEncoder`,
+DyGLib's frequencies, never trained), time features zeroed at padding, projected to d_edge channels, then
+`num_layers` MLP-Mixer blocks (token mixing over the k positions with expansion 0.5, channel mixing with
+expansion 4, GELU, pre-LN, residuals), then the mean over the k tokens.
+Node encoder (`time_gap`): the node's `time_gap` sampled neighbours' node features, averaged as DyGLib does
+(softmax weights over the real neighbours, then a mean over all time_gap rows, i.e. their sum / time_gap),
+plus the node's own features. Output: Linear([link encoding ; node encoding]) -> d_node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from timerepro.encoders import make_encoder
+from timerepro.models.graph.defaults import with_dataset_defaults
+from timerepro.models.graph.tcl import SAMPLING, SampledHistory
+
+MASK_VALUE = -1e10  # DyGLib: finite, so a node without neighbours gets uniform (zero-feature) weights
+
+
+class FeedForward(nn.Module):
+    """Linear(d, e d) GELU Dropout Linear(e d, d) Dropout (DyGLib's FeedForwardNet)."""
+
+    def __init__(self, dim: int, expansion: float, dropout: float):
+        super().__init__()
+        hidden = int(expansion * dim)
+        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, dim),
+                                 nn.Dropout(dropout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class MixerBlock(nn.Module):
+    """Token mixing then channel mixing, each x + FFN(LN(x)), on (B, tokens, channels)."""
+
+    def __init__(self, num_tokens: int, num_channels: int, token_expansion: float = 0.5,
+                 channel_expansion: float = 4.0, dropout: float = 0.1):
+        super().__init__()
+        self.token_norm, self.token_mix = nn.LayerNorm(num_tokens), FeedForward(num_tokens, token_expansion, dropout)
+        self.channel_norm = nn.LayerNorm(num_channels)
+        self.channel_mix = FeedForward(num_channels, channel_expansion, dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # (B, T, C) -> (B, C, T): mix along the tokens -> back to (B, T, C), residual
+        x = x + self.token_mix(self.token_norm(x.transpose(1, 2))).transpose(1, 2)
+        return x + self.channel_mix(self.channel_norm(x))  # (B, T, C)
+
+
+class GraphMixer(SampledHistory, nn.Module):
+    """GraphMixer backbone: embeddings (B, d_node) of both endpoints of B candidate edges."""
+
+    def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, encoder: str = "fixed_cosine",
+                 time_dim: int = 100, time_mean: float = 0.0, time_std: float = 1.0, num_neighbors: int = 20,
+                 num_layers: int = 2, time_gap: int = 2000, token_expansion: float = 0.5,
+                 channel_expansion: float = 4.0, dropout: float = 0.1, sampling: str = "recent"):
+        nn.Module.__init__(self)
+        if sampling not in SAMPLING:
+            raise ValueError(f"unknown neighbour sampling {sampling!r}; known: {SAMPLING}")
+        if num_neighbors < 1 or num_layers < 1 or time_gap < 1:
+            raise ValueError("num_neighbors, num_layers and time_gap must be >= 1")
+        self.register_buffer("node_feat", torch.as_tensor(np.asarray(node_feat), dtype=torch.float32), persistent=False)
+        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
+        if self.edge_dim < 1:
+            raise ValueError("GraphMixer's channels are the edge feature columns: a dataset without edge features "
+                             "needs them zero-padded (timerepro.data.ctdg.load_processed pads to 172)")
+        self.num_neighbors, self.time_gap, self.sampling = num_neighbors, time_gap, sampling
+        self.time_mean, self.time_std = float(time_mean), float(time_std)
+        self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std)
+        self.projection = nn.Linear(self.edge_dim + time_dim, self.edge_dim)
+        self.mixers = nn.ModuleList(MixerBlock(num_neighbors, self.edge_dim, token_expansion, channel_expansion, dropout)
+                                    for _ in range(num_layers))
+        self.output = nn.Linear(self.edge_dim + self.node_dim, self.node_dim)
+
+    @property
+    def out_dim(self) -> int:
+        return self.node_dim
+
+    def _index(self, ids: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.node_feat.device)
+
+    def embed(self, nodes: np.ndarray, times: np.ndarray) -> torch.Tensor:
+        """(B,) nodes at (B,) times -> (B, d_node)."""
+        device = self.node_feat.device
+        # link encoder: (B, k) left-padded interactions
+        hood = self._sample(nodes, times, self.num_neighbors)
+        dt = torch.from_numpy(times[:, None] - hood.times.astype(np.float64)).float().to(device)  # (B, k)
+        phi = self.time_encoder(dt) * torch.from_numpy(hood.neighbor_ids != 0).to(device).unsqueeze(-1)  # (B, k, d_T)
+        x = self.projection(torch.cat([self.edge_feat[self._index(hood.edge_ids)], phi], dim=-1))  # (B, k, d_edge)
+        for mixer in self.mixers:
+            x = mixer(x)
+        link = x.mean(dim=1)  # (B, d_edge)
+        # node encoder: the time_gap sampled neighbours' features, DyGLib's softmax-then-mean average
+        gap = self._sample(nodes, times, self.time_gap).neighbor_ids  # (B, time_gap)
+        scores = torch.softmax(torch.from_numpy(np.where(gap > 0, 1.0, MASK_VALUE)).float().to(device), dim=1)
+        neighbours = (self.node_feat[self._index(gap)] * scores.unsqueeze(-1)).mean(dim=1)  # (B, d_node)
+        node = neighbours + self.node_feat[self._index(nodes)]
+        return self.output(torch.cat([link, node], dim=-1))
+
+    def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
+        times = np.asarray(times, dtype=np.float64)
+        # DyGLib's order of the draws: the source's k and time_gap, then the destination's
+        return (self.embed(np.asarray(src, dtype=np.int64), times), self.embed(np.asarray(dst, dtype=np.int64), times))
+
+
+def build(config: dict, data, split, train_graph) -> GraphMixer:
+    """GraphMixer with DyGLib's per-dataset configuration (params/models.yaml `dataset_defaults`)."""
+    config = with_dataset_defaults(config)
+    return GraphMixer(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
+                      num_neighbors=int(config["num_neighbors"]), num_layers=int(config["num_layers"]),
+                      time_gap=int(config["time_gap"]), token_expansion=float(config["token_expansion"]),
+                      channel_expansion=float(config["channel_expansion"]), dropout=float(config["dropout"]),
+                      sampling=config.get("neighbor_sampling", "recent"))

@@ -1,0 +1,172 @@
+"""The selective scan of a diagonal state space model, in pure PyTorch (CPU or GPU), with `mamba_ssm`'s CUDA
+kernel as a fast path where it is importable.
+
+For each channel d and state n, with h_0 = 0:
+
+    h_k = a_k * h_(k-1) + b_k,      a_k = exp(Delta_k A),   y_k = sum_n C_k[n] h_k[n]
+    b_k = Delta_k B_k u_k                         ("simplified": Mamba's kernel, DyG-Mamba Algorithm 1)
+    b_k = (exp(Delta_k A) - 1) / A * B_k u_k      ("exact": zero-order hold, DyG-Mamba Eq. 8, A diagonal)
+
+`linear_recurrence` solves h_k = a_k h_(k-1) + b_k without a Python loop over k: the odd-even (Blelloch)
+reduction of the associative operator (a1, b1) o (a2, b2) = (a1 a2, a2 b1 + b2). Each level halves the
+sequence, so the work is O(L) elementwise products and sums (about 2 L of each over all levels), the memory
+O(L) per (batch, channel, state) element, and the depth log2(L) levels of vectorised tensor operations.
+Everything is products and sums of numbers with |a| <= 1, so it is as accurate as the naive recurrence
+(no exp(-cumsum) rescaling as in log-space formulations, which lose digits on long sequences).
+Total cost of `selective_scan`: O(B L D N) time; memory O(B L D N) transient inside one call (forward, or its
+backward, which recomputes the states) and O(B L (D + N)) kept for backward between calls.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+ZOH = ("simplified", "exact")
+BACKENDS = ("auto", "torch", "mamba_ssm")
+
+
+def mamba_ssm_available() -> bool:
+    """True when mamba_ssm's CUDA selective scan can be imported (a CUDA build on a CUDA machine)."""
+    if not torch.cuda.is_available():
+        return False
+    try:
+        from mamba_ssm.ops.selective_scan_interface import selective_scan_fn  # noqa: F401
+    except Exception:  # ImportError, or a build for another CUDA/torch
+        return False
+    return True
+
+
+def linear_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """h_k = a_k * h_(k-1) + b_k along dim 1 with h_(-1) = 0; a, b of equal shape (B, L, ...) -> h (B, L, ...)."""
+    length = a.shape[1]
+    if length == 1:
+        return b.clone()
+    half = length // 2
+    a_even, a_odd = a[:, 0:2 * half:2], a[:, 1:2 * half:2]  # (B, L/2, ...) views
+    b_even, b_odd = b[:, 0:2 * half:2], b[:, 1:2 * half:2]
+    # a pair (2i, 2i+1) composed into one step: h_(2i+1) = a_odd a_even h_(2i-1) + (a_odd b_even + b_odd)
+    h_odd = linear_recurrence(a_odd * a_even, torch.addcmul(b_odd, a_odd, b_even))  # states at 1, 3, 5, ...
+    h = torch.empty_like(b)
+    h[:, 1:2 * half:2] = h_odd
+    h[:, 0] = b[:, 0]  # h_0 = b_0 (h_(-1) = 0)
+    # h_(2i) = a_(2i) h_(2i-1) + b_(2i) for i >= 1, and the last step of an odd length
+    h[:, 2:length:2] = torch.addcmul(b[:, 2:length:2], a[:, 2:length:2], h_odd[:, : (length - 1) // 2])
+    return h
+
+
+def naive_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The same recurrence as a loop over the steps: the reference the tests hold the scan to."""
+    h, out = torch.zeros_like(b[:, 0]), []
+    for k in range(a.shape[1]):
+        h = a[:, k] * h + b[:, k]
+        out.append(h)
+    return torch.stack(out, dim=1)
+
+
+def selective_scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, *,
+                   zoh: str = "simplified", backend: str = "auto") -> torch.Tensor:
+    """y (batch, L, D) of the SSM: u, delta (batch, L, D); A (D, N) (negative); B, C (batch, L, N) selective
+    or (D, N) fixed. `backend`: "torch" (the pure-PyTorch scan), "mamba_ssm" (the CUDA kernel; simplified
+    discretisation only) or "auto" (mamba_ssm for CUDA tensors when importable and zoh is simplified)."""
+    if zoh not in ZOH:
+        raise ValueError(f"unknown discretisation zoh={zoh!r}; known: {ZOH}")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown scan backend {backend!r}; known: {BACKENDS}")
+    use_kernel = backend == "mamba_ssm" or (backend == "auto" and u.is_cuda and zoh == "simplified" and mamba_ssm_available())
+    if use_kernel:
+        if zoh != "simplified":
+            raise ValueError("mamba_ssm implements only the simplified discretisation (B_bar = Delta B)")
+        return _scan_mamba_ssm(u, delta, A, B, C)
+    return _SelectiveScan.apply(u, delta, A, B, C, zoh == "exact")
+
+
+def _discretise(u, delta, A, B, exact: bool):
+    """a = exp(Delta A) (batch, L, D, N) and b = B_bar u (batch, L, D, N)."""
+    dA = delta.unsqueeze(-1) * A  # (batch, L, D, N)
+    a = torch.exp(dA)
+    Bk = _per_position(B)
+    if exact:  # (exp(Delta A) - 1) / A * B u
+        return a, torch.expm1(dA) / A * u.unsqueeze(-1) * Bk
+    return a, (delta * u).unsqueeze(-1) * Bk  # Delta B u
+
+
+def _per_position(m: torch.Tensor) -> torch.Tensor:
+    return m.unsqueeze(2) if m.dim() == 3 else m  # (batch, L, 1, N) or (D, N)
+
+
+def _over_states(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """sum_n x[b, l, d, n] m[., n]: m (batch, L, N) per position or (D, N) fixed -> (batch, L, D)."""
+    return torch.einsum("bldn,bln->bld", x, m) if m.dim() == 3 else torch.einsum("bldn,dn->bld", x, m)
+
+
+def _over_channels(x: torch.Tensor, v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """sum_d x[b, l, d, n] v[b, l, d], shaped as `like`: (batch, L, N), or summed over batch and L too: (D, N)."""
+    return torch.einsum("bldn,bld->bln", x, v) if like.dim() == 3 else torch.einsum("bldn,bld->dn", x, v)
+
+
+class _SelectiveScan(torch.autograd.Function):
+    """The scan with its adjoint written out, so that backward keeps only the (batch, L, D) and (batch, L, N)
+    inputs and recomputes the (batch, L, D, N) states (as mamba_ssm's kernel does): the memory autograd would
+    hold for every state of every scan otherwise dominates the model's. With g = dL/dh = dy C, the adjoint
+    lam_k = g_k + a_(k+1) lam_(k+1) is the same recurrence run backwards: dL/db_k = lam_k, dL/da_k = lam_k h_(k-1);
+    the sums over states or channels are einsum contractions (no (batch, L, D, N) product is kept)."""
+
+    @staticmethod
+    def forward(ctx, u, delta, A, B, C, exact: bool):
+        a, b = _discretise(u, delta, A, B, exact)
+        h = linear_recurrence(a, b)
+        ctx.save_for_backward(u, delta, A, B, C)
+        ctx.exact = exact
+        return _over_states(h, C)  # y (batch, L, D)
+
+    @staticmethod
+    def backward(ctx, dy):
+        u, delta, A, B, C = ctx.saved_tensors
+        a, b = _discretise(u, delta, A, B, ctx.exact)
+        h = linear_recurrence(a, b)  # recomputed states (batch, L, D, N)
+        dC = _over_channels(h, dy, C)
+        # lam_k = g_k + a_(k+1) lam_(k+1), g = dy C: the recurrence on the reversed sequence, decays shifted by one
+        g = dy.unsqueeze(-1) * _per_position(C)
+        a_next = torch.cat([a[:, 1:], torch.zeros_like(a[:, :1])], dim=1)
+        lam = linear_recurrence(a_next.flip(1), g.flip(1)).flip(1)  # dL/db
+        del g, a_next
+        # dL/d(Delta A) through a = exp(Delta A): lam_k h_(k-1) a_k (h_(-1) = 0)
+        d_dA = lam * a
+        d_dA[:, 1:] *= h[:, :-1]
+        d_dA[:, 0] = 0
+        del h
+        ddelta = _over_states(d_dA, A)
+        dA = torch.einsum("bldn,bld->dn", d_dA, delta)
+        if ctx.exact:  # b = (exp(Delta A) - 1)/A u B: db/dDelta = a u B, db/dA = u B (Delta A a - (a - 1)) / A^2
+            Bk, dA_ = _per_position(B), delta.unsqueeze(-1) * A
+            lam_u = lam * u.unsqueeze(-1)
+            factor = torch.expm1(dA_) / A
+            du = _over_states(lam * factor, B)
+            dB = _over_channels(lam_u * factor, torch.ones_like(u), B)
+            ddelta = ddelta + _over_states(lam_u * a, B)
+            dA = dA + (lam_u * Bk * (dA_ * a - (a - 1)) / A**2).sum((0, 1))
+        else:  # b = Delta u B
+            lam_B = _over_states(lam, B)  # (batch, L, D)
+            du = delta * lam_B
+            ddelta = ddelta + u * lam_B
+            dB = _over_channels(lam, delta * u, B)
+        return du, ddelta, dA, dB, dC, None
+
+
+def _scan_mamba_ssm(u, delta, A, B, C) -> torch.Tensor:
+    from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
+
+    # mamba_ssm's layout: u, delta (batch, D, L); B, C (batch, N, L) or (D, N)
+    bc = lambda m: m.transpose(1, 2).contiguous() if m.dim() == 3 else m.contiguous()  # noqa: E731
+    y = selective_scan_fn(u.transpose(1, 2).contiguous(), delta.transpose(1, 2).contiguous(), A.contiguous(),
+                          bc(B), bc(C), D=None, z=None, delta_bias=None, delta_softplus=False)
+    return y.transpose(1, 2)
+
+
+def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """Depthwise causal convolution along the sequence: x (batch, L, D), weight (D, 1, K) -> (batch, L, D);
+    position k sees x_(k-K+1) .. x_k (zeros before the start), as Mamba's conv1d."""
+    kernel = weight.shape[-1]
+    out = F.conv1d(F.pad(x.transpose(1, 2), (kernel - 1, 0)), weight, bias, groups=x.shape[-1])  # (batch, D, L)
+    return out.transpose(1, 2)

@@ -1,0 +1,297 @@
+"""DyG-Mamba: the parallel scan against the naive recurrence, both discretisations, causality, padding and
+empty histories, the cross-attention against Eqs. 10-13 written out, every named variant, the mamba_ssm fast
+path (CUDA only), and training plus kill-and-resume through the link-prediction task (tiny widths)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from timerepro import registry, runs
+from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph import dyg_mamba as dm
+from timerepro.models.graph.selective_scan import (linear_recurrence, mamba_ssm_available, naive_recurrence,
+                                                   selective_scan)
+
+torch.set_num_threads(1)
+NODE_DIM, EDGE_DIM, N_NODES = 6, 5, 10
+SMALL = dict(time_dim=4, channel_dim=4, cooccurrence_dim=4, d_state=4, expand=2, d_out=6, num_blocks=2, dropout=0.0)
+MODELS_YAML = yaml.safe_load((Path(__file__).parents[2] / "params" / "models.yaml").read_text())
+VARIANTS = MODELS_YAML["dyg_mamba"]["defaults"]["variants"]
+
+
+def toy(seed: int = 0, n_edges: int = 60):
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(1, N_NODES + 1, n_edges), rng.integers(1, N_NODES + 1, n_edges)
+    ts = np.sort(rng.integers(0, 40, n_edges)).astype(float)
+    node = np.vstack([np.zeros((1, NODE_DIM)), rng.normal(size=(N_NODES, NODE_DIM))])
+    edge = np.vstack([np.zeros((1, EDGE_DIM)), rng.normal(size=(n_edges, EDGE_DIM))])
+    return src, dst, ts, np.arange(1, n_edges + 1), node, edge
+
+
+def make(node, edge, **kw) -> dm.DyGMamba:
+    torch.manual_seed(0)
+    return dm.DyGMamba(node, edge, **{**SMALL, "max_input_sequence_length": 8, **kw}).eval()
+
+
+# ------------------------------------------------------------------ the scan
+
+@pytest.mark.parametrize("length", [1, 2, 7, 64, 333])
+def test_parallel_scan_matches_the_naive_recurrence(length):
+    torch.manual_seed(length)
+    a = torch.rand(3, length, 5, 4, dtype=torch.float64)  # decays in (0, 1)
+    b = torch.randn(3, length, 5, 4, dtype=torch.float64)
+    torch.testing.assert_close(linear_recurrence(a, b), naive_recurrence(a, b), rtol=0, atol=1e-12)
+    a32, b32 = a.float(), b.float()
+    assert (linear_recurrence(a32, b32) - naive_recurrence(a32, b32)).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("zoh", ["simplified", "exact"])
+@pytest.mark.parametrize("selective", [True, False])
+def test_selective_scan_is_the_discretised_ssm_step_by_step(zoh, selective):
+    torch.manual_seed(1)
+    batch, length, d, n = 2, 50, 3, 4
+    u, delta = torch.randn(batch, length, d), torch.rand(batch, length, d) * 0.5
+    A = -torch.rand(d, n) - 0.1
+    B = torch.randn(batch, length, n) if selective else torch.randn(d, n)
+    C = torch.randn(batch, length, n) if selective else torch.randn(d, n)
+    y = selective_scan(u, delta, A, B, C, zoh=zoh, backend="torch")
+    h, ys = torch.zeros(batch, d, n), []
+    for k in range(length):
+        dA = delta[:, k, :, None] * A  # (batch, d, n)
+        Bk = B[:, k, None, :] if selective else B
+        Ck = C[:, k, None, :] if selective else C
+        # Eq. 8 (exact ZOH, diagonal A) or Algorithm 1 (B_bar = Delta B)
+        Bbar = (torch.exp(dA) - 1) / A * Bk if zoh == "exact" else delta[:, k, :, None] * Bk
+        h = torch.exp(dA) * h + Bbar * u[:, k, :, None]
+        ys.append((h * Ck).sum(-1))
+    assert (y - torch.stack(ys, 1)).abs().max() < 1e-5
+
+
+@pytest.mark.skipif(not mamba_ssm_available(), reason="mamba_ssm's CUDA kernel needs CUDA and mamba-ssm")
+def test_mamba_ssm_kernel_gives_the_pytorch_scan_outputs():
+    torch.manual_seed(2)
+    dev = torch.device("cuda")
+    batch, length, d, n = 2, 300, 16, 8
+    u, delta = torch.randn(batch, length, d, device=dev), torch.rand(batch, length, d, device=dev) * 0.3
+    A = -torch.rand(d, n, device=dev) - 0.1
+    B, C = torch.randn(batch, length, n, device=dev), torch.randn(batch, length, n, device=dev)
+    ref = selective_scan(u, delta, A, B, C, backend="torch")
+    fast = selective_scan(u, delta, A, B, C, backend="mamba_ssm")
+    torch.testing.assert_close(fast, ref, rtol=1e-4, atol=1e-4)
+    src, dst, ts, eids, node, edge = toy()
+    model = make(node, edge).to(dev)
+    model.set_graph(TemporalNeighbors(src, dst, ts, eids, num_nodes=N_NODES + 1))
+    with torch.no_grad():
+        outs = {}
+        for backend in ("torch", "mamba_ssm"):
+            for blk in model.blocks:
+                for direction in blk.directions:
+                    direction.cfg["scan_backend"] = backend
+            outs[backend] = model.pair_embeddings(src[:8], dst[:8], np.full(8, 35.0))
+    for a, b in zip(outs["torch"], outs["mamba_ssm"]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ causality, padding, empty histories
+
+def _blocks_out(model, z, mask, spans):
+    return model._blocks(z, mask, spans)[-1]
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_no_position_sees_a_later_one_in_the_causal_configuration(bidirectional):
+    _, _, _, _, node, edge = toy()
+    model = make(node, edge, bidirectional=bidirectional)
+    torch.manual_seed(3)
+    z, spans = torch.randn(2, 12, model.width), torch.randn(2, 12, model.width)
+    mask = torch.ones(2, 12, dtype=torch.bool)
+    z2, spans2 = z.clone(), spans.clone()
+    z2[:, 7:] += torch.randn(2, 5, model.width)  # change positions 7.. (inputs and time signal)
+    spans2[:, 7:] += 1.0
+    with torch.no_grad():
+        a, b = _blocks_out(model, z, mask, spans), _blocks_out(model, z2, mask, spans2)
+    if bidirectional:  # Algorithm 1's backward scan: earlier positions do see later ones
+        assert not torch.allclose(a[:, :7], b[:, :7])
+    else:
+        torch.testing.assert_close(a[:, :7], b[:, :7], rtol=0, atol=0)
+        assert not torch.allclose(a[:, 7:], b[:, 7:])
+
+
+@pytest.mark.parametrize("variant", ["dyg_mamba", "wo_selective", "vanilla_mamba"])
+def test_a_longer_window_than_the_history_changes_nothing(variant):
+    """L beyond every history, and rows padded to a batch's longest history, give the unpadded results."""
+    src, dst, ts, eids, node, edge = toy()
+    g = TemporalNeighbors(src, dst, ts, eids, num_nodes=N_NODES + 1)
+    hp = dm.dyg_mamba_hparams({**MODELS_YAML["dyg_mamba"]["defaults"], "variant": variant, "dataset": "toy"})
+    hp.update(SMALL)
+    models = []
+    for L in (61, 500):  # both longer than any history (60 edges)
+        models.append(make(node, edge, **{**hp, "max_input_sequence_length": L}))
+        models[-1].set_graph(g)
+    u, v, t = src[:6], dst[:6], np.full(6, 39.0)
+    with torch.no_grad():
+        a, b = models[0].pair_embeddings(u, v, t), models[1].pair_embeddings(u, v, t)
+        alone = [models[0].pair_embeddings(u[i:i + 1], v[i:i + 1], t[i:i + 1]) for i in range(6)]
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x, y)
+    for i in range(6):  # each row alone (no padding) equals its padded row in the batch
+        torch.testing.assert_close(alone[i][0][0], a[0][i], rtol=1e-5, atol=1e-5)
+
+
+def test_empty_history_gives_a_finite_embedding_of_the_node_itself():
+    src, dst, ts, eids, node, edge = toy()
+    model = make(node, edge)
+    model.set_graph(TemporalNeighbors(src, dst, ts, eids, num_nodes=N_NODES + 1))
+    early = np.array([ts[0], ts[0]])  # nobody has a history strictly before the first time
+    seq = model.sequences(src[:2], early)
+    assert seq.neighbor_ids.shape == (2, 1) and seq.valid.all()
+    with torch.no_grad():
+        h_u, h_v = model.pair_embeddings(src[:2], dst[:2], early)
+    assert torch.isfinite(h_u).all() and torch.isfinite(h_v).all()
+
+
+def test_dataset_without_edge_features_runs():
+    src, dst, ts, eids, node, _ = toy()
+    for edge in (np.zeros((len(src) + 1, 0)), np.zeros((len(src) + 1, 172))):
+        model = make(node, edge)
+        model.set_graph(TemporalNeighbors(src, dst, ts, eids, num_nodes=N_NODES + 1))
+        with torch.no_grad():
+            h_u, _ = model.pair_embeddings(src[:4], dst[:4], np.full(4, 30.0))
+        assert h_u.shape == (4, 6) and torch.isfinite(h_u).all()
+
+
+def test_no_future_leakage():
+    src, dst, ts, eids, node, edge = toy()
+    t0 = 25.0
+    past = ts < t0
+    model = make(node, edge)
+    q_src, q_dst, q_t = src[:5], dst[:5], np.full(5, t0)
+    with torch.no_grad():
+        model.set_graph(TemporalNeighbors(src[past], dst[past], ts[past], eids[past], num_nodes=N_NODES + 1))
+        before = model.pair_embeddings(q_src, q_dst, q_t)
+        model.set_graph(TemporalNeighbors(src, dst, ts, eids, num_nodes=N_NODES + 1))
+        after = model.pair_embeddings(q_src, q_dst, q_t)
+        later = model.pair_embeddings(q_src, q_dst, q_t + 10)
+    for x, y in zip(before, after):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    assert not torch.allclose(before[0], later[0])
+
+
+# ------------------------------------------------------------------ cross-attention, variants
+
+def test_linear_cross_attention_is_eqs_10_to_13():
+    torch.manual_seed(4)
+    att = dm.LinearCrossAttention(3, dropout=0.0).eval()
+    zq, zk = torch.randn(1, 2, 3), torch.randn(1, 4, 3)
+    mask = torch.tensor([[False, True, True, True]])  # the first key is padding
+    phi = lambda x: torch.nn.functional.elu(x) + 1  # noqa: E731
+    q, k, v = att.q(zq)[0], att.k(zk)[0][1:], att.v(zk)[0][1:]
+    rows = []
+    for i in range(2):
+        num = sum(phi(q[i]) @ phi(k[j]) * v[j] for j in range(3))  # phi(Q_i)^T phi(K_j) V_j
+        den = sum(phi(q[i]) @ phi(k[j]) for j in range(3))
+        rows.append(num / den)
+    expected = att.norm(att.proj(torch.stack(rows) + q))  # Eq. 13: LN(Linear(O + Q))
+    torch.testing.assert_close(att(zq, zk, mask)[0], expected)
+
+
+def test_every_named_variant_builds_trains_a_step_and_changes_what_it_says():
+    src, dst, ts, eids, node, edge = toy()
+    g = TemporalNeighbors(src, dst, ts, eids, num_nodes=N_NODES + 1)
+    base = {**MODELS_YAML["dyg_mamba"]["defaults"], "dataset": "toy"}
+    widths = {}
+    for name in VARIANTS:
+        hp = {**dm.dyg_mamba_hparams({**base, "variant": name}), **SMALL}
+        model = dm.DyGMamba(node, edge, **hp)
+        model.set_graph(g)
+        h_u, h_v = model.pair_embeddings(src[:4], dst[:4], np.full(4, 30.0))
+        (h_u.sum() + h_v.sum()).backward()
+        assert all(p.grad is not None for n, p in model.named_parameters() if "time_encoder" not in n), name
+        widths[name] = model.width
+    assert widths["wo_time_encoding"] == 3 * SMALL["channel_dim"] == widths["node_classification"]
+    assert widths["dyg_mamba"] == 4 * SMALL["channel_dim"]
+    wo_sel = dm.DyGMamba(node, edge, **{**SMALL, **dm.dyg_mamba_hparams({**base, "variant": "wo_selective"})})
+    direction = wo_sel.blocks[0].directions[0]
+    assert isinstance(direction.B, torch.nn.Parameter) and not hasattr(direction, "dt_proj")
+
+
+def test_unknown_variant_or_switch_value_is_refused_with_its_key():
+    base = {**MODELS_YAML["dyg_mamba"]["defaults"], "dataset": "toy"}
+    with pytest.raises(KeyError, match="variant"):
+        dm.dyg_mamba_hparams({**base, "variant": "w/o everything"})
+    _, _, _, _, node, edge = toy()
+    with pytest.raises(ValueError, match="cross_attention"):
+        dm.DyGMamba(node, edge, **{**SMALL, "cross_attention": "self"})
+    with pytest.raises(ValueError, match="pairing"):
+        dm.DyGMamba(node, edge, **{**SMALL, "pairing": "joint"})  # joint needs cross_attention none
+
+
+def test_table7_and_table8_are_the_defaults():
+    base = {**MODELS_YAML["dyg_mamba"]["defaults"]}
+    hp = dm.dyg_mamba_hparams({**base, "dataset": "canparl"})
+    assert (hp["time_dim"], hp["channel_dim"], hp["cooccurrence_dim"], hp["num_blocks"], hp["d_state"],
+            hp["expand"], hp["d_out"]) == (100, 50, 50, 2, 16, 2, 172)
+    assert hp["max_input_sequence_length"] == 2048
+    assert dm.dyg_mamba_hparams({**base, "dataset": "uslegis"})["max_input_sequence_length"] == 272
+    tasks = yaml.safe_load((Path(__file__).parents[2] / "params" / "tasks.yaml").read_text())
+    for task in ("link_prediction", "node_classification"):  # the validated names are the defined variants
+        assert set(tasks[task]["parameters"]["variant"]["enum"]) == set(VARIANTS)
+
+
+# ------------------------------------------------------------------ through the task
+
+BASE = dict(paper="dyg_mamba", experiment="lp_test", task="link_prediction", dataset="uci", standin="smoke",
+            model="dyg_mamba", lr=1e-3, batch_size=100, max_epochs=2, patience=5, eval_negatives=["random"], seed=0)
+TINY = dict(d_T=4, d_ch=4, d_cooc=4, d_state=4, expand=1, d_out=8, num_blocks=1, max_input_sequence_length=6)
+
+
+def make_config(**over) -> dict:
+    cfg = {**BASE, **MODELS_YAML["dyg_mamba"]["defaults"], **TINY, **over}
+    cfg["run_id"] = registry.run_id(cfg)
+    return cfg
+
+
+@pytest.fixture
+def task(standin_root, monkeypatch):
+    monkeypatch.setenv("TIMEREPRO_DATA", str(standin_root("uci")))
+
+
+def test_killed_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_resume):
+    """Also the noisy-neighbour evaluation (Figures 8, 9) and the case study (Figure 6) of a run."""
+    cfg = make_config(max_epochs=3, noise_ratios=[0.0, 0.5], case_study_edges=1)
+    a = runs.execute(cfg, results=tmp_path / "a", show_progress=False)
+    expected = json.loads((a / "metrics.json").read_text())
+    assert 0 <= expected["test_transductive_random_ap"] <= 1 and expected["n_parameters"] > 0
+    # ratio 0 is the clean evaluation; 50% inserted noise changes the scores
+    assert expected["test_transductive_random_noise0_ap"] == expected["test_transductive_random_ap"]
+    assert expected["test_transductive_random_noise0.5_ap"] != expected["test_transductive_random_ap"]
+    with np.load(a / "case_study.npz") as z:
+        n = len(z["cos_target_0"])
+        assert z["sim_layers_0"].shape == (n, n) and 1 <= n <= TINY["max_input_sequence_length"]
+        assert np.all(np.abs(z["cos_target_0"]) <= 1 + 1e-6)
+    d = kill_then_resume(cfg, tmp_path / "b", after=2)
+    got = json.loads((d / "metrics.json").read_text())
+    assert json.loads((d / "provenance.json").read_text())["resumed_from_epoch"] == 1
+    cost = {"epoch_time_s", "peak_rss_mb", "peak_gpu_memory_mb"}
+    assert {k: v for k, v in got.items() if k not in cost} == {k: v for k, v in expected.items() if k not in cost}
+
+
+@pytest.mark.parametrize("zoh", ["simplified", "exact"])
+@pytest.mark.parametrize("selective", [True, False])
+def test_scan_gradients_are_the_autograd_gradients_of_the_recurrence(zoh, selective):
+    """The hand-written adjoint (states recomputed in backward) against finite differences (gradcheck)."""
+    torch.manual_seed(5)
+    batch, length, d, n = 2, 9, 3, 2
+    kw = dict(dtype=torch.float64, requires_grad=True)
+    u, delta = torch.randn(batch, length, d, **kw), (torch.rand(batch, length, d, dtype=torch.float64) * 0.5 + 0.1)
+    delta.requires_grad_(True)
+    A = (-torch.rand(d, n, dtype=torch.float64) - 0.2).requires_grad_(True)
+    shape = (batch, length, n) if selective else (d, n)
+    B, C = torch.randn(*shape, **kw), torch.randn(*shape, **kw)
+    assert torch.autograd.gradcheck(lambda *x: selective_scan(*x, zoh=zoh, backend="torch"), (u, delta, A, B, C))
