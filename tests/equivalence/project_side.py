@@ -134,7 +134,8 @@ def run_hawkes(fx: dict) -> dict:
 def run_time_stats(fx: dict) -> dict:
     """The standardization statistics of time differences (`encoders.standardization_stats`) as the
     link-prediction builders compute them on the graph, against the authors' `setup` code."""
-    from timerepro.tasks.link_prediction import time_difference_stats, walk_time_stats
+    from timerepro.models.graph.cawn import walk_time_stats
+    from timerepro.models.graph.time_stats import time_difference_stats
 
     graph, inp, opt = _graph(fx), fx["in"], fx["meta"]["options"]
     out = {}

@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 
+from .conftest import resolved
 from timerepro import registry, runs
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph import dyg_mamba as dm
@@ -252,7 +253,7 @@ TINY = dict(d_T=4, d_ch=4, d_cooc=4, d_state=4, expand=1, d_out=8, num_blocks=1,
 
 
 def make_config(**over) -> dict:
-    cfg = {**BASE, **MODELS_YAML["dyg_mamba"]["defaults"], **TINY, **over}
+    cfg = resolved("link_prediction", "dyg_mamba", {**BASE, **TINY, **over})
     cfg["run_id"] = registry.run_id(cfg)
     return cfg
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 import yaml
 
+from .conftest import resolved
 from timerepro import registry, runs
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.edgebank import EdgeBank
@@ -116,7 +117,7 @@ TINY = {"tcl": dict(d_T=4, num_neighbors=3, num_layers=1), "graphmixer": dict(d_
 
 
 def make_config(name: str, **over) -> dict:
-    cfg = {**BASE, "model": name, **MODELS_YAML[name]["defaults"], **TINY[name], **over}
+    cfg = resolved("link_prediction", name, {**BASE, "model": name, **TINY[name], **over})
     cfg["run_id"] = registry.run_id(cfg)
     return cfg
 

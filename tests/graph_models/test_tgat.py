@@ -9,7 +9,8 @@ import torch
 
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.tgat import TGAT, LinkPredictor, TemporalAttention
-from timerepro.tasks.link_prediction import LinkPredictionModel, time_difference_stats
+from timerepro.models.graph.time_stats import time_difference_stats
+from timerepro.tasks.link_prediction import LinkPredictionModel
 
 NODE_DIM, EDGE_DIM = 6, 5
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from timerepro import registry, runs
 from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph import tgn as tgn_module
 from timerepro.models.graph.cawn import CAWN, walk_counts, walks_as_array
 from timerepro.models.graph.tgn import STATE, TGN
@@ -322,8 +323,8 @@ def test_tgn_killed_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_re
 def test_models_registered_with_dyglib_defaults():
     assert {"tgn", "cawn"} <= set(link_prediction.MODELS)
     models = yaml.safe_load((Path(__file__).parents[2] / "params" / "models.yaml").read_text())
-    tgn_cfg = link_prediction.with_dataset_defaults({**models["tgn"]["defaults"], "dataset": "uci"})
+    tgn_cfg = with_dataset_defaults({**models["tgn"]["defaults"], "dataset": "uci"})
     assert (tgn_cfg["num_neighbors"], tgn_cfg["num_layers"], tgn_cfg["dropout"]) == (10, 1, 0.1)
-    cawn_cfg = link_prediction.with_dataset_defaults({**models["cawn"]["defaults"], "dataset": "uci", "dropout": 0.3})
+    cawn_cfg = with_dataset_defaults({**models["cawn"]["defaults"], "dataset": "uci", "dropout": 0.3})
     assert cawn_cfg["num_neighbors"] == 64 and cawn_cfg["dropout"] == 0.3  # a value set by the config wins
     assert cawn_cfg["neighbor_sampling"] == "time_interval_aware" and cawn_cfg["time_scaling_factor"] == 1e-6

@@ -141,7 +141,7 @@ def test_a_model_module_comes_from_params_models_yaml(reg):
 def test_changes_name_the_modules_that_differ(reg, package):
     run = next(r for r in reg.runs("smoke") if r.config.get("model") == "tgat")
     old = Fingerprinter(package_dir=package, models=reg.models).run(run.config)
-    edit_method(package / "models" / "graph" / "tgat.py", "TGAT", "_embed")
+    edit_method(package / "models" / "graph" / "tgat.py", "TGAT", "pair_embeddings")
     new = Fingerprinter(package_dir=package, models=reg.models).run(run.config)
     assert changes(old.as_record(), new) == ["timerepro.models.graph.tgat"]
     assert changes(new.as_record(), new) == []

@@ -30,6 +30,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+# DyGLib's seeds of the neighbour samplers' streams (uniform sampling), reset at every set_graph
+TRAIN_NEIGHBOR_SEED, EVAL_NEIGHBOR_SEED = 0, 1
+
 
 class Neighborhood(NamedTuple):
     """(B, k) arrays; padded entries have neighbour id 0, edge id 0 and time 0."""

@@ -46,24 +46,17 @@ from torch import nn
 from timerepro.data.ctdg import CTDGData, LinkSplit, link_prediction_split, load_processed
 from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
-from timerepro.encoders import standardization_stats
 from timerepro.graphs.evaluate import batched_metrics
 from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_sampler
-from timerepro.graphs.neighbors import TemporalNeighbors
-from timerepro.models.graph.dygformer import DyGFormer, dygformer_hparams, recency_index_stats
+from timerepro.graphs.neighbors import EVAL_NEIGHBOR_SEED, TRAIN_NEIGHBOR_SEED, TemporalNeighbors
 from timerepro.models.graph.attention_record import RECORDABLE, attention_records, record_attention, sample_edges
 from timerepro.models.graph.backbone import NodeEmbedder
-from timerepro.models.graph.cawn import CAWN, walks_as_array
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph import overrides
 from timerepro.models.graph.memory import stream_state
-from timerepro.models.graph.tgat import TGAT, LinkPredictor
-from timerepro.models.graph.tgn import TGN
+from timerepro.models.graph.layers import LinkPredictor
 from timerepro.models.registry import TaskModels
 from timerepro.train import FitResult, fit
 
-# DyGLib's seeds of the neighbour samplers' streams (uniform sampling), reset at every set_graph
-TRAIN_NEIGHBOR_SEED, EVAL_NEIGHBOR_SEED = 0, 1
 # evaluation parts: (name of the sampler in dyglib_eval_samplers, split mask, metric prefix)
 PARTS = (("val", "val", "val_transductive"), ("new_node_val", "new_node_val", "val_inductive"),
          ("test", "test", "test_transductive"), ("new_node_test", "new_node_test", "test_inductive"))
@@ -71,119 +64,6 @@ MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max"
 # model selection on the validation edges of a setting (swinit's inductive runs select on new-node edges)
 MONITOR_PARTS = {"transductive": "val", "inductive": "new_node_val"}
 AMP = {"none": None, "bfloat16": torch.bfloat16}
-
-
-# ------------------------------------------------------------------ statistics of time differences
-
-def time_difference_stats(graph: TemporalNeighbors, nodes, times, k: int, statistic: str = "pooled",
-                          rng: np.random.RandomState | None = None) -> tuple[float, float]:
-    """Mean and (population) standard deviation of t - t_k over the queries (nodes, times) and their
-    k most recent interactions before t in `graph` (k uniform draws with replacement when `rng` is
-    given, as the authors' code does for uniform-sampling runs); padding left out.
-    `statistic`: `encoders.standardization_stats` ("pooled": every difference, the paper;
-    "per_query_mean": the spread of per-query means, the authors' code). (0, 1) without any
-    history; std 1 when all values are equal (the linear encoder needs std > 0)."""
-    hood = graph.most_recent(nodes, times, k) if rng is None else graph.uniform(nodes, times, k, rng)  # (Q, k)
-    dt = np.asarray(times, dtype=np.float64)[:, None] - hood.times.astype(np.float64)  # (Q, k)
-    return standardization_stats(dt, hood.neighbor_ids != 0, statistic)
-
-
-def train_time_stats(data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors, k: int,
-                     statistic: str = "pooled", rng: np.random.RandomState | None = None) -> tuple[float, float]:
-    """linear_time App. D.2 on the training split: both endpoints of every training edge at its
-    time, against the k most recent training interactions (what the first layer encodes)."""
-    src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
-    return time_difference_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k,
-                                 statistic, rng)
-
-
-def walk_time_stats(graph: TemporalNeighbors, nodes, times, k: int, walk_length: int, sampling: str,
-                    scaling: float) -> tuple[float, float]:
-    """The authors' CAWN statistic (dg-linear-time `src/models/cawn.py` setup): k^L walks per query
-    drawn once with the model's sampler (seed 0, DyGLib's training sampler), t - t_w at every walk
-    position (position 0, the query itself, gives 0; padding, time 0, gives t), averaged over the
-    walks per (query, position), then the mean and population std of those averages."""
-    rng = np.random.RandomState(TRAIN_NEIGHBOR_SEED) if sampling != "recent" else None
-    ids, _, ts = graph.multi_hop(nodes, times, k, walk_length, strategy=sampling, rng=rng,
-                                 time_scaling_factor=scaling)
-    _, _, walk_times = walks_as_array(nodes, times, (ids, [np.zeros_like(i) for i in ids], ts), k)  # (Q, M, L+1)
-    dt = walk_times[:, :, :1] - walk_times  # (Q, M, L+1)
-    # one row per (query, position), the M walks as its entries
-    return standardization_stats(dt.transpose(0, 2, 1).reshape(-1, dt.shape[1]), None, "per_query_mean")
-
-
-def _statistic(config: dict) -> tuple[str, np.random.RandomState | None]:
-    """`time_diff_statistic` of a run ("pooled", the paper's; "per_query_mean", the authors' code) and,
-    for the authors' statistic under uniform neighbour sampling, the stream of its uniform windows."""
-    statistic = config.get("time_diff_statistic", "pooled")
-    uniform = statistic == "per_query_mean" and config.get("neighbor_sampling", "recent") == "uniform"
-    return statistic, np.random.RandomState(int(config["seed"])) if uniform else None
-
-
-# ------------------------------------------------------------------ builders (params/models.yaml `module:`)
-
-def build_tgat(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGAT:
-    """TGAT; statistics of what the encoder reads on the training split (t - t_k, or recency indices 1..k)."""
-    k = int(config["num_neighbors"])
-    time_input = config.get("time_input", "time")  # only Table 6's position runs set it (not a TGAT default: run ids)
-    if time_input == "position":
-        ranks = np.arange(1, k + 1, dtype=np.float64)  # every full neighbourhood holds indices 1..k once
-        mean, std = float(ranks.mean()), float(ranks.std())
-    else:
-        mean, std = train_time_stats(data, split, train_graph, k, *_statistic(config))
-    return TGAT(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
-                time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
-                num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
-                sampling=config["neighbor_sampling"], time_input=time_input,
-                encoder_options=config.get("encoder_options"))
-
-
-def build_dygformer(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> DyGFormer:
-    """DyGFormer, DyGFormer-separate or DyGDecoder (`config["model"]`); statistics of what the
-    encoder reads on the training split: t - t_k over the kept histories, or the recency indices."""
-    hp = dygformer_hparams(config)
-    k = hp["max_input_sequence_length"] - 1
-    if hp["time_input"] == "position":
-        src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
-        mean, std = recency_index_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k)
-    else:
-        statistic, _ = _statistic(config)
-        # the authors' code takes its per-query windows of max_input_sequence_length interactions, one
-        # more than the model reads (dg-linear-time src/models/dygformer.py setup)
-        mean, std = train_time_stats(data, split, train_graph, k + (statistic == "per_query_mean"), statistic)
-    return DyGFormer(data.node_feat, data.edge_feat, time_mean=mean, time_std=std, **hp)
-
-
-def build_tgn(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGN:
-    """TGN (DyGLib's MemoryModel): statistics of t - t_k over the num_neighbors most recent training
-    interactions, as for TGAT (the attention's differences)."""
-    config = with_dataset_defaults(config)
-    k = int(config["num_neighbors"])
-    mean, std = train_time_stats(data, split, train_graph, k, *_statistic(config))
-    return TGN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
-               time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
-               num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
-               sampling=config["neighbor_sampling"], encoder_options=config.get("encoder_options"))
-
-
-def build_cawn(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> CAWN:
-    """CAWN (DyGLib's CAWN): statistics of t - t_k over the num_neighbors most recent training
-    interactions (the first hop of the walks)."""
-    config = with_dataset_defaults(config)
-    k = int(config["num_neighbors"])
-    sampling = config["neighbor_sampling"]
-    scaling = float(config["time_scaling_factor"])
-    if _statistic(config)[0] == "per_query_mean":
-        src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
-        mean, std = walk_time_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k,
-                                    int(config["walk_length"]), sampling, scaling)
-    else:
-        mean, std = train_time_stats(data, split, train_graph, k)
-    return CAWN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
-                time_mean=mean, time_std=std, position_dim=int(config["position_dim"]),
-                walk_length=int(config["walk_length"]), num_walk_heads=int(config["num_walk_heads"]),
-                num_neighbors=k, dropout=float(config["dropout"]), sampling=sampling, time_scaling_factor=scaling,
-                encoder_options=config.get("encoder_options"))
 
 
 MODELS = TaskModels("link_prediction")  # name -> builder, as params/models.yaml maps them
@@ -227,6 +107,14 @@ def autocast(amp: str, device: torch.device):
     if amp not in AMP:
         raise ValueError(f"unknown amp setting {amp!r}; known: {sorted(AMP)}")
     return torch.autocast(device.type, dtype=AMP[amp], enabled=AMP[amp] is not None)
+
+
+def _device(model: nn.Module) -> torch.device:
+    """Where the model's tensors live (CPU for a model without any: EdgeBank)."""
+    tensor = next(model.parameters(), None)
+    if tensor is None:
+        tensor = next(model.buffers(), None)
+    return tensor.device if tensor is not None else torch.device("cpu")
 
 
 def _neighbor_rng(seed: int) -> np.random.RandomState:
@@ -277,7 +165,7 @@ def evaluate(model: LinkPredictionModel, data: CTDGData, idx: np.ndarray, sample
     model.backbone.set_graph(graph, _neighbor_rng(EVAL_NEIGHBOR_SEED))
     sampler.reset()
     state = stream_state(model.backbone)
-    device = next(model.parameters()).device
+    device = _device(model)
     pos, neg = [], []
     for start in range(0, len(idx), batch_size):
         b = idx[start:start + batch_size]

@@ -36,6 +36,7 @@ from timerepro.graphs.evaluate import roc_auc
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.io import atomic_write_bytes, atomic_write_json
 from timerepro.models.graph.memory import stream_state
+from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.tasks import link_prediction as lp
 from timerepro.train import fit
 
@@ -199,7 +200,7 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
 
     torch.manual_seed(int(config["seed"]))  # the head's initialisation does not depend on the backbone's path
     # DyGLib's head uses the backbone's dropout (per dataset for DyGFormer: dataset_defaults)
-    head = MLPClassifier(_classification_dim(model.backbone), float(lp.with_dataset_defaults(config)["dropout"]))
+    head = MLPClassifier(_classification_dim(model.backbone), float(with_dataset_defaults(config)["dropout"]))
     opt = lp.make_optimizer(config, head.parameters())
     y_train = torch.as_tensor(labels["train"], dtype=torch.float32)
 

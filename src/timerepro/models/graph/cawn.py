@@ -24,7 +24,12 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from timerepro.data.ctdg import CTDGData, LinkSplit
+from timerepro.encoders import standardization_stats
+from timerepro.graphs.neighbors import TRAIN_NEIGHBOR_SEED, TemporalNeighbors
 from timerepro.models.graph.backbone import TemporalBackbone, to_device
+from timerepro.models.graph.defaults import with_dataset_defaults
+from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
 
 SAMPLING = ("recent", "uniform", "time_interval_aware")
 
@@ -191,3 +196,39 @@ class CAWN(TemporalBackbone):
         dst_levels, (d_ids, d_eids, d_ts) = self._walks(dst, times)
         s_counts, d_counts = walk_counts(src_levels, dst_levels, s_ids, d_ids)
         return self._encode(s_ids, s_eids, s_ts, s_counts), self._encode(d_ids, d_eids, d_ts, d_counts)
+
+
+def walk_time_stats(graph: TemporalNeighbors, nodes, times, k: int, walk_length: int, sampling: str,
+                    scaling: float) -> tuple[float, float]:
+    """The authors' CAWN statistic (dg-linear-time `src/models/cawn.py` setup): k^L walks per query
+    drawn once with the model's sampler (seed 0, DyGLib's training sampler), t - t_w at every walk
+    position (position 0, the query itself, gives 0; padding, time 0, gives t), averaged over the
+    walks per (query, position), then the mean and population std of those averages."""
+    rng = np.random.RandomState(TRAIN_NEIGHBOR_SEED) if sampling != "recent" else None
+    ids, _, ts = graph.multi_hop(nodes, times, k, walk_length, strategy=sampling, rng=rng,
+                                 time_scaling_factor=scaling)
+    _, _, walk_times = walks_as_array(nodes, times, (ids, [np.zeros_like(i) for i in ids], ts), k)  # (Q, M, L+1)
+    dt = walk_times[:, :, :1] - walk_times  # (Q, M, L+1)
+    # one row per (query, position), the M walks as its entries
+    return standardization_stats(dt.transpose(0, 2, 1).reshape(-1, dt.shape[1]), None, "per_query_mean")
+
+# ------------------------------------------------------------------ builder (params/models.yaml `module:`)
+
+def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> CAWN:
+    """CAWN (DyGLib's CAWN): statistics of t - t_k over the num_neighbors most recent training
+    interactions (the first hop of the walks)."""
+    config = with_dataset_defaults(config)
+    k = int(config["num_neighbors"])
+    sampling = config["neighbor_sampling"]
+    scaling = float(config["time_scaling_factor"])
+    if time_diff_statistic(config)[0] == "per_query_mean":
+        src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
+        mean, std = walk_time_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k,
+                                    int(config["walk_length"]), sampling, scaling)
+    else:
+        mean, std = train_time_stats(data, split, train_graph, k)
+    return CAWN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
+                time_mean=mean, time_std=std, position_dim=int(config["position_dim"]),
+                walk_length=int(config["walk_length"]), num_walk_heads=int(config["num_walk_heads"]),
+                num_neighbors=k, dropout=float(config["dropout"]), sampling=sampling, time_scaling_factor=scaling,
+                encoder_options=config.get("encoder_options"))

@@ -376,7 +376,7 @@ def dyg_mamba_hparams(config: dict) -> dict:
 
 def build(config: dict, data, split, train_graph) -> DyGMamba:
     """DyG-Mamba for the link-prediction task (and as the frozen backbone of node classification)."""
-    from timerepro.tasks.link_prediction import train_time_stats
+    from timerepro.models.graph.time_stats import train_time_stats
 
     hp = dyg_mamba_hparams(config)
     mean, std = train_time_stats(data, split, train_graph, max(hp["max_input_sequence_length"] - 1, 1))

@@ -26,10 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from timerepro.data.ctdg import CTDGData, LinkSplit
 from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences, patch
 from timerepro.graphs.neighbors import History, TemporalNeighbors
 from timerepro.models.graph.backbone import TemporalBackbone, to_device
 from timerepro.models.graph.defaults import with_dataset_defaults
+from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
 
 VARIANTS = ("dygformer", "dygformer_separate", "dygdecoder")
 TIME_INPUTS = ("time", "position")
@@ -434,3 +436,20 @@ class DyGFormer(TemporalBackbone):
         else:
             (h_u, _), (h_v, _) = self.side_outputs(enc_u), self.side_outputs(enc_v)
         return self.output(h_u), self.output(h_v)
+
+# ------------------------------------------------------------------ builder (params/models.yaml `module:`)
+
+def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> DyGFormer:
+    """DyGFormer, DyGFormer-separate or DyGDecoder (`config["model"]`); statistics of what the
+    encoder reads on the training split: t - t_k over the kept histories, or the recency indices."""
+    hp = dygformer_hparams(config)
+    k = hp["max_input_sequence_length"] - 1
+    if hp["time_input"] == "position":
+        src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
+        mean, std = recency_index_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k)
+    else:
+        statistic, _ = time_diff_statistic(config)
+        # the authors' code takes its per-query windows of max_input_sequence_length interactions, one
+        # more than the model reads (dg-linear-time src/models/dygformer.py setup)
+        mean, std = train_time_stats(data, split, train_graph, k + (statistic == "per_query_mean"), statistic)
+    return DyGFormer(data.node_feat, data.edge_feat, time_mean=mean, time_std=std, **hp)

@@ -37,22 +37,10 @@ from torch import nn
 
 from timerepro.graphs.neighbors import Neighborhood
 from timerepro.models.graph.backbone import DETERMINISTIC, TemporalBackbone, to_device
+from timerepro.models.graph.layers import MergeLayer
 
 MASK_VALUE = -1e10  # DyGLib/TGAT: finite, so a row with no valid neighbour still has a softmax
 TIME_INPUTS = ("time", "position")
-
-
-class MergeLayer(nn.Module):
-    """[a; b] -> W_1 ReLU(W_0 [a; b] + b_0) + b_1 (DyGLib's MergeLayer; linear_time's merge equation)."""
-
-    def __init__(self, dim_a: int, dim_b: int, hidden: int, out: int):
-        super().__init__()
-        self.fc0 = nn.Linear(dim_a + dim_b, hidden)
-        self.fc1 = nn.Linear(hidden, out)
-
-    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        # (..., dim_a) ++ (..., dim_b) -> (..., dim_a + dim_b) -> (..., out)
-        return self.fc1(torch.relu(self.fc0(torch.cat([a, b], dim=-1))))
 
 
 class TemporalAttention(nn.Module):

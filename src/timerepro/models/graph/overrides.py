@@ -11,6 +11,7 @@ KNOB = {
     "graphmixer": "num_neighbors", "jodie": "num_neighbors", "dyrep": "num_neighbors",
     "dygformer": "max_input_sequence_length", "dygformer_separate": "max_input_sequence_length",
     "dygdecoder": "max_input_sequence_length", "dyg_mamba": "max_input_sequence_length",
+    "swinit_mlp": "num_neighbors", "swinit_gru": "num_neighbors",  # the stars of the last k interactions
     "edgebank": None,
 }
 

@@ -128,7 +128,7 @@ class TCL(SampledHistory, nn.Module):
 
 def build(config: dict, data, split, train_graph) -> TCL:
     """TCL with DyGLib's per-dataset configuration (params/models.yaml `dataset_defaults`)."""
-    from timerepro.tasks.link_prediction import train_time_stats
+    from timerepro.models.graph.time_stats import train_time_stats
 
     config = with_dataset_defaults(config)
     k = int(config["num_neighbors"])

@@ -26,22 +26,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from timerepro.models.graph.neighbor_attention import (MASK_VALUE, MergeLayer, NeighborAttentionBackbone,  # noqa: F401
+from timerepro.data.ctdg import CTDGData, LinkSplit
+from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.layers import LinkPredictor, MergeLayer  # noqa: F401 (where they lived before)
+from timerepro.models.graph.neighbor_attention import (MASK_VALUE, NeighborAttentionBackbone,  # noqa: F401
                                                        TemporalAttention, recency_ranks)
+from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
 
 SAMPLING = ("recent", "uniform")
-
-
-class LinkPredictor(nn.Module):
-    """Score of a pair from its endpoint embeddings: MergeLayer(d, d, d, 1) on [h_i; h_j] (DyGLib)."""
-
-    def __init__(self, dim: int):
-        super().__init__()
-        self.merge = MergeLayer(dim, dim, dim, 1)
-
-    def forward(self, h_src: torch.Tensor, h_dst: torch.Tensor) -> torch.Tensor:
-        """(B, d), (B, d) -> (B,) logits."""
-        return self.merge(h_src, h_dst).squeeze(-1)
 
 
 class TGAT(NeighborAttentionBackbone):
@@ -76,3 +68,20 @@ class TGAT(NeighborAttentionBackbone):
         n = len(src)
         h = self.embed(np.concatenate([np.asarray(src), np.asarray(dst)]), np.concatenate([times, times]))
         return h[:n], h[n:]
+
+# ------------------------------------------------------------------ builder (params/models.yaml `module:`)
+
+def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGAT:
+    """TGAT; statistics of what the encoder reads on the training split (t - t_k, or recency indices 1..k)."""
+    k = int(config["num_neighbors"])
+    time_input = config.get("time_input", "time")  # only Table 6's position runs set it (not a TGAT default: run ids)
+    if time_input == "position":
+        ranks = np.arange(1, k + 1, dtype=np.float64)  # every full neighbourhood holds indices 1..k once
+        mean, std = float(ranks.mean()), float(ranks.std())
+    else:
+        mean, std = train_time_stats(data, split, train_graph, k, *time_diff_statistic(config))
+    return TGAT(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
+                time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
+                num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
+                sampling=config["neighbor_sampling"], time_input=time_input,
+                encoder_options=config.get("encoder_options"))

@@ -29,9 +29,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from timerepro.data.ctdg import CTDGData, LinkSplit
+from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.backbone import to_device
 from timerepro.models.graph.memory import BufferedState
 from timerepro.models.graph.neighbor_attention import NeighborAttentionBackbone
+from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
+from timerepro.models.graph.defaults import with_dataset_defaults
 
 SAMPLING = ("recent", "uniform")
 STATE = ("memory", "last_update", "pending_message", "pending_time", "has_pending")
@@ -121,3 +125,16 @@ class TGN(BufferedState, NeighborAttentionBackbone):
         times = np.asarray(times, dtype=np.float64)
         h = self.embed(np.concatenate([src, np.asarray(dst, dtype=np.int64)]), np.concatenate([times, times]))
         return h[: len(src)], h[len(src):]
+
+# ------------------------------------------------------------------ builder (params/models.yaml `module:`)
+
+def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGN:
+    """TGN (DyGLib's MemoryModel): statistics of t - t_k over the num_neighbors most recent training
+    interactions, as for TGAT (the attention's differences)."""
+    config = with_dataset_defaults(config)
+    k = int(config["num_neighbors"])
+    mean, std = train_time_stats(data, split, train_graph, k, *time_diff_statistic(config))
+    return TGN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
+               time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
+               num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
+               sampling=config["neighbor_sampling"], encoder_options=config.get("encoder_options"))

@@ -1,0 +1,42 @@
+"""Statistics of the time differences a graph model's encoder reads on the training split (linear_time
+App. D.2), for the standardizing encoders (linear, cosine_scale): the paper's pooled mean and std, or the
+authors' per-query means (`time_diff_statistic`; docs/fidelity.md item 5). Builders of params/models.yaml
+call them; CAWN's walk statistic lives with CAWN."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from timerepro.data.ctdg import CTDGData, LinkSplit
+from timerepro.encoders import standardization_stats
+from timerepro.graphs.neighbors import TemporalNeighbors
+
+
+def time_difference_stats(graph: TemporalNeighbors, nodes, times, k: int, statistic: str = "pooled",
+                          rng: np.random.RandomState | None = None) -> tuple[float, float]:
+    """Mean and (population) standard deviation of t - t_k over the queries (nodes, times) and their
+    k most recent interactions before t in `graph` (k uniform draws with replacement when `rng` is
+    given, as the authors' code does for uniform-sampling runs); padding left out.
+    `statistic`: `encoders.standardization_stats` ("pooled": every difference, the paper;
+    "per_query_mean": the spread of per-query means, the authors' code). (0, 1) without any
+    history; std 1 when all values are equal (the linear encoder needs std > 0)."""
+    hood = graph.most_recent(nodes, times, k) if rng is None else graph.uniform(nodes, times, k, rng)  # (Q, k)
+    dt = np.asarray(times, dtype=np.float64)[:, None] - hood.times.astype(np.float64)  # (Q, k)
+    return standardization_stats(dt, hood.neighbor_ids != 0, statistic)
+
+
+def train_time_stats(data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors, k: int,
+                     statistic: str = "pooled", rng: np.random.RandomState | None = None) -> tuple[float, float]:
+    """linear_time App. D.2 on the training split: both endpoints of every training edge at its
+    time, against the k most recent training interactions (what the first layer encodes)."""
+    src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
+    return time_difference_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k,
+                                 statistic, rng)
+
+
+def time_diff_statistic(config: dict) -> tuple[str, np.random.RandomState | None]:
+    """`time_diff_statistic` of a run ("pooled", the paper's; "per_query_mean", the authors' code) and,
+    for the authors' statistic under uniform neighbour sampling, the stream of its uniform windows."""
+    statistic = config.get("time_diff_statistic", "pooled")
+    uniform = statistic == "per_query_mean" and config.get("neighbor_sampling", "recent") == "uniform"
+    return statistic, np.random.RandomState(int(config["seed"])) if uniform else None
