@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # a loaded machine (shared cores) may need longer than a dedicated one: TIMEREPRO_PIPELINE_TIMEOUT seconds
-TIMEOUT = int(os.environ.get("TIMEREPRO_PIPELINE_TIMEOUT", "900"))
+TIMEOUT = int(os.environ.get("TIMEREPRO_PIPELINE_TIMEOUT", "2400"))
 
 
 def snakemake(*args, results: Path, timeout: int = TIMEOUT) -> subprocess.CompletedProcess:
