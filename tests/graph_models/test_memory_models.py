@@ -13,7 +13,8 @@ import torch
 
 from timerepro import registry, runs
 from timerepro.graphs.neighbors import TemporalNeighbors
-from timerepro.models.graph.memory_models import DyRep, JODIE, jodie_shift_stats, role_time_shifts
+from timerepro.models.graph.dyrep import DyRep
+from timerepro.models.graph.jodie import JODIE, jodie_shift_stats, role_time_shifts
 from timerepro.models.graph.message_memory import STATE
 
 from .conftest import resolved
