@@ -15,6 +15,7 @@ from timerepro import registry, runs
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.dyrep import DyRep
 from timerepro.models.graph.jodie import JODIE, jodie_shift_stats, role_time_shifts
+from timerepro.models.graph.memory import stream_state
 from timerepro.models.graph.message_memory import STATE
 
 from .conftest import resolved
@@ -141,6 +142,7 @@ def test_dyrep_attention_gets_no_gradient_as_in_dyglib():
 @torch.no_grad()
 def test_reset_backup_restore_round_trip_and_state_dict(make):
     model = make()
+    assert stream_state(model) is model  # the tasks drive it through the StreamState protocol
     model.observe(SRC[:2], DST[:2], TS[:2], EIDS[:2])
     model.observe(SRC[2:], DST[2:], TS[2:], EIDS[2:])
     saved = {k: getattr(model, k).clone() for k in STATE}
