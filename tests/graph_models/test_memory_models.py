@@ -173,6 +173,39 @@ def test_jodie_shift_stats_read_the_training_edges_only():
     assert ss == pytest.approx(np.std([1.0, 2.0, 3.0])) and ds == pytest.approx(np.std([1.0, 2.0, 2.0]))
 
 
+@pytest.mark.parametrize("kind", ["jodie", "jodie_gru", "dyrep"])
+def test_prediction_never_uses_the_edges_of_its_own_batch(kind):
+    """Two streams equal up to batch b and different inside it (other destinations and edge features, one
+    time): the scores of batch b are identical; once b has been observed, later embeddings differ."""
+    from .test_tgn_cawn import toy
+
+    src, dst, ts, eids, node, edge = toy(seed=3, n_edges=30)
+    ts[20:] = 40.0  # batch b = edges 20..29, one time, after everything else
+    scores, after = [], []
+    for variant in (0, 1):
+        d, e = dst.copy(), edge.copy()
+        if variant:
+            d[20:] = (d[20:] % 8) + 1
+            e[21:31] = -e[21:31]  # edge ids 21..30 = batch b
+        torch.manual_seed(0)
+        if kind == "dyrep":
+            model = DyRep(node, e, time_dim=TIME_DIM, num_neighbors=3).eval()
+        else:
+            model = JODIE(node, e, time_dim=TIME_DIM, memory_updater="gru" if kind == "jodie_gru" else "rnn").eval()
+        model.set_graph(TemporalNeighbors(src, d, ts, eids, num_nodes=len(node)))
+        for start in range(0, 20, 5):
+            b = np.arange(start, start + 5)
+            model.observe(src[b], d[b], ts[b], eids[b])
+        b = np.arange(20, 30)
+        probe = np.resize(np.arange(1, 9), 10)  # the same candidate destinations in both streams
+        with torch.no_grad():
+            scores.append(torch.cat(model.pair_embeddings(src[b], probe, ts[b])))
+            model.observe(src[b], d[b], ts[b], eids[b])
+            after.append(torch.cat(model.pair_embeddings(src[b], probe, np.full(10, 50.0))))
+    assert torch.equal(scores[0], scores[1])
+    assert not torch.allclose(after[0], after[1])
+
+
 # ------------------------------------------------------------------ through the task
 
 BASE = dict(paper="dyg_mamba", experiment="lp_test", task="link_prediction", dataset="uci", standin="smoke",
