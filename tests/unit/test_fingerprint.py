@@ -73,11 +73,12 @@ def test_editing_a_models_forward_changes_only_that_models_runs(reg, runs, packa
 
 
 def test_a_shared_layer_changes_the_runs_of_every_model_using_it(reg, runs, package):
-    """TGAT and TGN share neighbor_attention's TemporalAttention: editing it reruns both, not DyGFormer or CAWN."""
+    """TGAT, TGN and DyRep share neighbor_attention's TemporalAttention: editing it reruns them, not JODIE,
+    DyGFormer or CAWN."""
     before = digests(reg, runs, package)
     edit_method(package / "models" / "graph" / "neighbor_attention.py", "TemporalAttention", "forward")
     after = digests(reg, runs, package)
-    assert changed(before, after) == {r.run_id for r in runs if r.config.get("model") in ("tgat", "tgn")}
+    assert changed(before, after) == {r.run_id for r in runs if r.config.get("model") in ("tgat", "tgn", "dyrep")}
 
 
 def test_editing_one_tpp_module_leaves_the_other_models(reg, runs, package):

@@ -24,7 +24,7 @@ from .tables import NOT_YET
 
 PAPER = "swinit"
 # model registry name -> row label as printed; every paper model, registered or not
-MODEL_LABELS = {"dyrep": "DyRep", "jodie_rnn": "JODIE-rnn", "jodie_gru": "JODIE-gru", "tgn": "TGN-gru",
+MODEL_LABELS = {"dyrep": "DyRep", "jodie": "JODIE-rnn", "jodie_gru": "JODIE-gru", "tgn": "TGN-gru",
                 "swinit_mlp": "SWINIT-mlp", "swinit_gru": "SWINIT-GRU"}
 MODELS = list(MODEL_LABELS.values())
 BASELINES = ["DyRep", "JODIE-rnn", "JODIE-gru", "TGN-gru"]

@@ -21,12 +21,11 @@ a no-op) for a backbone without one. The calls, in the order the link-prediction
 
 `pair_embeddings` must never change the state.
 
-Phase 2 (JODIE, DyRep, SWINIT's memory baselines; DyGLib's `MemoryModel` with an RNN or GRU updater
-and a time-projection or graph-attention embedding) plug in by subclassing `BufferedState` next to
-their backbone base: register each part of the live state as a persistent buffer, list the names in
-`state_names`, and write `observe` (DyRep's messages, which read an embedding of the other endpoint,
-recompute it there without gradient, with the parameters that scored the batch). A graph-attention
-embedding reuses `neighbor_attention.NeighborAttentionBackbone` with the memory in `_base`, as TGN does.
+The memory family (TGN, JODIE, DyRep) shares `message_memory.MessageMemory` (a `BufferedState`: memory,
+last update and one pending message per node, `observe`); SWINIT subclasses `BufferedState` itself. A
+subclass registers each part of the live state as a persistent buffer, lists the names in `state_names`,
+and writes `observe` (DyRep's messages, which read an embedding of the other endpoint, recompute it there
+without gradient, with the parameters that scored the batch).
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ from __future__ import annotations
 # model -> the config key that bounds how many past interactions of a node it reads (None: it reads none)
 KNOB = {
     "tgat": "num_neighbors", "tgn": "num_neighbors", "cawn": "num_neighbors", "tcl": "num_neighbors",
-    "graphmixer": "num_neighbors", "jodie": "num_neighbors", "dyrep": "num_neighbors",
+    "graphmixer": "num_neighbors", "dyrep": "num_neighbors",
     "dygformer": "max_input_sequence_length", "dygformer_separate": "max_input_sequence_length",
     "dygdecoder": "max_input_sequence_length", "dyg_mamba": "max_input_sequence_length",
     "swinit_mlp": "num_neighbors", "swinit_gru": "num_neighbors",  # the stars of the last k interactions
-    "edgebank": None,
+    "edgebank": None, "jodie": None, "jodie_gru": None,  # JODIE reads no neighbours: its memory and time projection
 }
 
 

@@ -17,31 +17,28 @@ node features memory + raw features, merged with them by `MergeLayer` (DyGLib's
 GraphAttentionEmbedding; 1 layer in DyGLib's TGN configurations). One time encoder serves messages and
 attention.
 
-The live state (memory, last update, pending messages) is made of persistent buffers, so it is in
-`state_dict()` and therefore in every checkpoint and in the best-state copy of `fit`. TGN implements
-the `memory.StreamState` protocol the tasks call (`BufferedState`: reset, named copies kept as the
-module's extra state, also in `state_dict()`; its own `observe`). docs/tgn_cawn.md lists every decision.
+The memory, its messages and `observe` are `message_memory.MessageMemory` (shared with JODIE and DyRep):
+persistent buffers, so the live state is in `state_dict()` and therefore in every checkpoint and in the
+best-state copy of `fit`; TGN implements the `memory.StreamState` protocol the tasks call.
+docs/tgn_cawn.md lists every decision.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-from torch import nn
 
 from timerepro.data.ctdg import CTDGData, LinkSplit
 from timerepro.graphs.neighbors import TemporalNeighbors
-from timerepro.models.graph.backbone import to_device
-from timerepro.models.graph.memory import BufferedState
+from timerepro.models.graph.message_memory import STATE, MessageMemory
 from timerepro.models.graph.neighbor_attention import NeighborAttentionBackbone
 from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
 from timerepro.models.graph.defaults import with_dataset_defaults
 
 SAMPLING = ("recent", "uniform")
-STATE = ("memory", "last_update", "pending_message", "pending_time", "has_pending")
 
 
-class TGN(BufferedState, NeighborAttentionBackbone):
+class TGN(MessageMemory, NeighborAttentionBackbone):
     """TGN backbone with memory (a `memory.StreamState`): reset, observe, detach, backup, restore."""
 
     samplings = SAMPLING
@@ -55,68 +52,14 @@ class TGN(BufferedState, NeighborAttentionBackbone):
                          time_std=time_std, num_layers=num_layers, num_heads=num_heads, num_neighbors=num_neighbors,
                          dropout=dropout, sampling=sampling, encoder_options=encoder_options)
         self.num_nodes = self.node_feat.shape[0]
-        # live state, (N,) or (N, d); times in float64 (exact differences, docs/graphs.md)
-        self.register_buffer("memory", torch.zeros(self.num_nodes, self.memory_dim))
-        self.register_buffer("last_update", torch.zeros(self.num_nodes, dtype=torch.float64))
-        self.register_buffer("pending_message", torch.zeros(self.num_nodes, self.message_dim))
-        self.register_buffer("pending_time", torch.zeros(self.num_nodes, dtype=torch.float64))
-        self.register_buffer("has_pending", torch.zeros(self.num_nodes, dtype=torch.bool))
+        self._register_memory()
 
     def _build_layers(self, num_heads: int, dropout: float) -> None:
-        self.memory_dim = self.node_dim  # DyGLib: memory as wide as the node features (they are summed)
-        self.message_dim = 2 * self.memory_dim + self.time_dim + self.edge_dim
-        self.memory_updater = nn.GRUCell(self.message_dim, self.memory_dim)  # created first: the seed's weights as before
+        # DyGLib: memory as wide as the node features (they are summed); the GRU created first: the seed's weights as before
+        self._build_memory(self.node_dim, "gru")
         super()._build_layers(num_heads, dropout)
 
-    # ------------------------------------------------------------------ the stream state
-
-    @torch.no_grad()
-    def observe(self, src, dst, times, edge_ids) -> None:
-        """Feed a batch of positive edges to the memory, after the batch has been scored: commit the
-        endpoints' pending messages, then store their new messages (DyGLib's update + store)."""
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
-        times = np.asarray(times, dtype=np.float64)
-        # 2B messages, source roles first (DyGLib's list order); the last one per owner is kept:
-        # the first occurrence in the reversed list
-        owner, other = np.concatenate([src, dst]), np.concatenate([dst, src])
-        t2, e2 = np.concatenate([times, times]), np.concatenate([edge_ids, edge_ids])
-        _, first_rev = np.unique(owner[::-1], return_index=True)
-        last = len(owner) - 1 - first_rev  # (U,) positions of each owner's last message
-        nodes, own, oth, e2, last, keep, t2, keep_time = to_device(self.device, np.unique(owner), owner, other, e2, last,
-                                                                   owner[last], t2, t2[last])
-        # 1. commit the pending messages of the batch's endpoints (rows without one keep their memory)
-        pending = self.has_pending[nodes]  # (U,)
-        committed = self.memory_updater(self.pending_message[nodes], self.memory[nodes])  # (U, d_mem)
-        self.memory[nodes] = torch.where(pending[:, None], committed, self.memory[nodes])
-        self.last_update[nodes] = torch.where(pending, self.pending_time[nodes], self.last_update[nodes])
-        self.has_pending[nodes] = False
-        # 2. new messages on the committed state
-        dt = (t2 - self.last_update[own]).float()  # (2B,)
-        # (2B, d_mem) ++ (2B, d_mem) ++ (2B, d_T) ++ (2B, d_edge) -> (2B, message_dim)
-        messages = torch.cat([self.memory[own], self.memory[oth], self.time_encoder(dt), self.edge_feat[e2]], dim=-1)
-        self.pending_message[keep] = messages[last]
-        self.pending_time[keep] = keep_time
-        self.has_pending[keep] = True
-
-    def detach_state(self) -> None:
-        """Nothing to do: `observe` writes the state without gradient."""
-
     # ------------------------------------------------------------------ embeddings
-
-    def current_memory(self, nodes) -> torch.Tensor:
-        """(B,) ids -> (B, d_mem): the memory after committing pending messages, without storing it
-        (DyGLib's get_updated_memories); differentiable through the GRU."""
-        return self._memory_of(self._index(np.asarray(nodes, dtype=np.int64)))
-
-    def _memory_of(self, ids: torch.Tensor) -> torch.Tensor:
-        mem = self.memory[ids]  # (B, d_mem)
-        updated = self.memory_updater(self.pending_message[ids], mem)  # (B, d_mem), out of place: the bank is untouched
-        return torch.where(self.has_pending[ids][:, None], updated, mem)
-
-    def _base(self, nodes: np.ndarray, ids: torch.Tensor) -> torch.Tensor:
-        # (U, d_node): memory + raw features (DyGLib's layer-0 input, and what the layers merge with)
-        return self._memory_of(ids) + self.node_feat[ids]
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
         """Both endpoints of B candidate edges at their times (DyGLib embeds them together): two (B, d_node);
