@@ -168,6 +168,16 @@ def test_cosine_vs_sine_cosine_sign_test_c09():
     assert ap_tables.cosine_sine_cosine_no_difference(_frame({("TGAT", "Cosine", "UCI"): 80.0}, "table4"))[0] == PENDING
 
 
+def test_c09_cannot_hold_by_construction_with_five_or_fewer_non_tied_cells():
+    """A sign test over <= 5 cells never rejects at 5%: the rule says so (PENDING) instead of holding; 6 can fail."""
+    assert ap_tables.MIN_SIGN_TEST_CELLS == 6 and ap_tables._sign_test(0, 5) >= 0.05 > ap_tables._sign_test(0, 6)
+    table4 = lambda c: _frame(_two_encoders(c, "Cosine", "Sine-cosine"), "table4")
+    lopsided = {("TGAT", f"D{i}"): (81.0, 80.0) for i in range(5)} | {("TGAT", "tie"): (80.0, 80.0)}
+    verdict, detail = ap_tables.cosine_sine_cosine_no_difference(table4(lopsided))
+    assert verdict == PENDING and "5 non-tied cells" in detail and "cannot fail" in detail
+    assert ap_tables.cosine_sine_cosine_no_difference(table4(lopsided | {("DyGFormer", "D0"): (81.0, 80.0)}))[0] == FAILS
+
+
 def test_time_vs_position_c10_and_tgn_cawn_c12():
     table6 = {("TGAT", "UCI"): (80, 79), ("TGAT", "Enron"): (72, 65), ("TGAT", "Reddit"): (98.55, 98.63),
               ("DyGFormer", "UCI"): (96, 95.9), ("DyGFormer", "Reddit"): (99.2, 99.19)}
