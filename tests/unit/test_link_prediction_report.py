@@ -27,11 +27,53 @@ def test_ties_at_two_decimals_win_together():
 def test_selection_keeps_the_best_validation_configuration_not_the_best_test():
     records = [_rec("tgat", "linear", "uci", 0.1, s, val=0.90, test=0.70) for s in range(2)]
     records += [_rec("tgat", "linear", "uci", 0.3, s, val=0.80, test=0.99) for s in range(2)]
-    chosen = lp.select_by_validation(records, "val_transductive_random_ap")
+    chosen = lp.select_by_validation(records, "random")
     assert {r["config"]["dropout"] for r in chosen[("tgat", "linear", "uci")]} == {0.1}
     rows = ap_tables.lp_ap_random(records)
     cell = [r for r in rows if r["metric"] == "AP_random_NS_test"][0]
     assert cell["mean"] == pytest.approx(70.0) and cell["n_runs"] == 2 and "dropout=0.1" in cell["note"]
+
+
+def test_tables_read_the_ap_the_run_monitored_whole_split_or_batch_mean():
+    """linear_time monitors the whole-split AP (authors' code, docs/fidelity.md item 1): selection and cells read
+    `*_ap_whole`; a run that monitored DyGLib's batch mean (`ap`) is read on `*_ap`."""
+    def rec(dropout, seed, val, test, val_whole, test_whole, monitor):
+        r = _rec("tgat", "linear", "uci", dropout, seed, val=val, test=test, monitor_metric=monitor)
+        r["metrics"] |= {"val_transductive_random_ap_whole": val_whole, "test_transductive_random_ap_whole": test_whole}
+        return r
+    for monitor, dropout, mean in (("ap_whole", 0.3, 60.0), ("ap", 0.1, 70.0)):
+        records = [rec(0.1, s, 0.90, 0.70, 0.50, 0.50, monitor) for s in range(2)]
+        records += [rec(0.3, s, 0.80, 0.99, 0.95, 0.60, monitor) for s in range(2)]
+        cell = [r for r in ap_tables.lp_ap_random(records) if r["metric"] == "AP_random_NS_test"][0]
+        assert cell["mean"] == pytest.approx(mean) and f"dropout={dropout}" in cell["note"], monitor
+
+
+def test_linear_time_runs_use_the_authors_protocol_and_keep_the_papers_as_options():
+    from timerepro import registry
+    reg = registry.load()
+    runs = [r.config for e in ("lp_tgat", "lp_dygformer", "lp_tgn") for r in reg.experiment_runs("linear_time", e, "paper")]
+    assert {c["monitor_metric"] for c in runs} == {"ap_whole"} and {c["time_diff_statistic"] for c in runs} == {"per_query_mean"}
+    tgat = [c for c in runs if c["model"] == "tgat"]
+    assert {c["neighbor_sampling"] for c in tgat if c["dataset"] == "reddit"} == {"uniform"}
+    assert {c["neighbor_sampling"] for c in tgat if c["dataset"] != "reddit"} == {"recent"}
+    assert {str(c.get("encoder_options")) for c in runs if c["encoder"] == "sine_cosine"} == {"{'scale': False, 'phase': True}"}
+    dyg = [c for c in runs if c["model"] == "dygformer"]
+    assert {str(c.get("encoder_options")) for c in dyg if c["encoder"] == "linear"} == {"{'affine': False}"}
+    assert all("encoder_options" not in c for c in runs if c["encoder"] in ("cosine", "cosine_scale"))
+    assert all("encoder_options" not in c for c in runs if c["model"] == "tgat" and c["encoder"] == "linear")
+    # every cell at the authors' selected hyperparameters (docs/fidelity.md table H), one configuration per cell
+    cell = lambda model, enc, ds: {(c["dropout"], c.get("d_ch")) for c in runs + dyg if (c["model"], c["encoder"], c["dataset"]) == (model, enc, ds)}
+    assert cell("tgat", "cosine", "wikipedia") == {(0.5, None)} and cell("tgat", "linear", "reddit") == {(0.3, None)}
+    assert cell("dygformer", "cosine", "enron") == {(0.0, 50)} and cell("dygformer", "cosine", "reddit") == {(0.2, 50)}
+    assert cell("dygformer", "linear", "wikipedia") == {(0.1, 30)}
+    assert all(c["dropout"] == 0.1 for c in runs if c["dataset"] == "lastfm" and c["model"] != "tgn")
+    # the paper's search stays a named option
+    search = [r.config for r in reg.experiment_runs("linear_time", "lp_tgat_search", "paper")]
+    assert {c["dropout"] for c in search if (c["encoder"], c["dataset"]) == ("cosine", "uci")} == {0.1, 0.3, 0.5}
+    # the other papers keep DyGLib's batch mean and the paper's statistic (no key: the code default)
+    others = [r.config for p in ("dyg_mamba", "swinit") for r in reg.runs("paper", paper=p) if r.config["task"] == "link_prediction"]
+    assert others and {c["monitor_metric"] for c in others} <= {"ap", "auc", "loss"}
+    assert not any("time_diff_statistic" in c or "encoder_options" in c for c in others)
 
 
 def test_win_counts_per_model_over_datasets():
