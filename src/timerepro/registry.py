@@ -8,7 +8,8 @@ writes dvc.yaml from it. A config resolves as
 
 where `when` is a list of {match: {key: value}, fixed: {...}} (or of such lists, so YAML anchors combine):
 settings that apply only to the grid points whose resolved values match (linear_time: the authors' options of
-one encoder, one dataset's sampling, the authors' selected hyperparameters of one cell). Its id
+one encoder, one dataset's sampling, the authors' selected hyperparameters of one cell). `skip` lists
+{key: value} matches of grid points that are not run (linear_time: no historical-select sine-cosine run). Its id
 is the first 12 hex digits of the sha256 of its canonical JSON, so the same
 configuration always lands in the same run folder, whichever scale or scheduler asked for it.
 """
@@ -124,6 +125,8 @@ class Registry:
                 self._check_values(path, where, exp, exp.get("dataset"))
                 for j, cond in enumerate(conditions(exp)):
                     self._check_values(path, f"{where}.when[{j}]", {"task": exp["task"], **cond}, exp.get("dataset"))
+                for j, match in enumerate(exp.get("skip", [])):
+                    self._check_values(path, f"{where}.skip[{j}]", {"task": exp["task"], "match": match}, exp.get("dataset"))
             ids = set()
             for i, art in enumerate(doc["artifacts"]):
                 if art["id"] in ids:
@@ -236,6 +239,8 @@ class Registry:
                     **exp.get("fixed", {}),
                     **dict(zip(axes, point)),
                 }
+                if any(all(config.get(k) == v for k, v in match.items()) for match in exp.get("skip", [])):
+                    continue
                 for cond in conditions(exp):
                     if all(config.get(k) == v for k, v in cond["match"].items()):
                         config.update(cond["fixed"])

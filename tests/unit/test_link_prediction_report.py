@@ -62,7 +62,8 @@ def test_linear_time_runs_use_the_authors_protocol_and_keep_the_papers_as_option
     assert all("encoder_options" not in c for c in runs if c["encoder"] in ("cosine", "cosine_scale"))
     assert all("encoder_options" not in c for c in runs if c["model"] == "tgat" and c["encoder"] == "linear")
     # every cell at the authors' selected hyperparameters (docs/fidelity.md table H), one configuration per cell
-    cell = lambda model, enc, ds: {(c["dropout"], c.get("d_ch")) for c in runs + dyg if (c["model"], c["encoder"], c["dataset"]) == (model, enc, ds)}
+    cell = lambda model, enc, ds: {(c["dropout"], c.get("d_ch")) for c in runs + dyg
+                                     if (c["model"], c["encoder"], c["dataset"], c["monitor_negatives"]) == (model, enc, ds, "random")}
     assert cell("tgat", "cosine", "wikipedia") == {(0.5, None)} and cell("tgat", "linear", "reddit") == {(0.3, None)}
     assert cell("dygformer", "cosine", "enron") == {(0.0, 50)} and cell("dygformer", "cosine", "reddit") == {(0.2, 50)}
     assert cell("dygformer", "linear", "wikipedia") == {(0.1, 30)}
@@ -74,6 +75,32 @@ def test_linear_time_runs_use_the_authors_protocol_and_keep_the_papers_as_option
     others = [r.config for p in ("dyg_mamba", "swinit") for r in reg.runs("paper", paper=p) if r.config["task"] == "link_prediction"]
     assert others and {c["monitor_metric"] for c in others} <= {"ap", "auc", "loss"}
     assert not any("time_diff_statistic" in c or "encoder_options" in c for c in others)
+
+
+def test_table2_reads_its_own_historical_select_runs_and_labels_the_cut_without_them():
+    table1 = [_rec("tgat", "linear", "uci", 0.1, s, val=0.9, test=0.9, hist=0.40, monitor_negatives="random") for s in range(2)]
+    own = [_rec("tgat", "linear", "uci", 0.3, s, val=0.5, test=0.5, hist=0.80, monitor_negatives="historical") for s in range(2)]
+    cell = lambda recs, agg: [r for r in agg(recs) if r["metric"].startswith("AP_")][0]
+    t2 = cell(table1 + own, ap_tables.lp_ap_historical)
+    assert t2["mean"] == pytest.approx(80.0) and "dropout=0.3" in t2["note"] and "cut" not in t2["note"]
+    t1 = cell(table1 + own, ap_tables.lp_ap_random)  # Table 1 never reads Table 2's runs
+    assert t1["mean"] == pytest.approx(90.0) and "dropout=0.1" in t1["note"]
+    cut = cell(table1, ap_tables.lp_ap_historical)
+    assert cut["mean"] == pytest.approx(40.0) and "cut: runs monitored on random NS" in cut["note"]
+
+
+def test_table2_has_its_own_runs_at_paper_scale_and_a_labelled_cut_below():
+    from timerepro import registry
+    reg = registry.load()
+    paper = [r.config for r in reg.artifact_runs("linear_time", "table2", "paper")]
+    hist = [c for c in paper if c["monitor_negatives"] == "historical"]
+    assert len(hist) == 4 * 3 * 6 * 5 and {c["encoder"] for c in hist} == {"cosine", "cosine_scale", "linear"}
+    pick = lambda model, enc, ds: {(c["dropout"], c.get("d_ch")) for c in hist if (c["model"], c["encoder"], c["dataset"]) == (model, enc, ds)}
+    assert pick("tgat", "cosine", "reddit") == {(0.3, None)} and pick("dygformer", "cosine", "enron") == {(0.5, 50)}
+    assert all(c["neighbor_sampling"] == "uniform" for c in hist if c["model"] == "tgat" and c["dataset"] == "reddit")
+    table1 = [r.config for r in reg.artifact_runs("linear_time", "table1", "paper")]
+    assert {c["monitor_negatives"] for c in table1} == {"random"}
+    assert {r.config["monitor_negatives"] for r in reg.artifact_runs("linear_time", "table2", "offline")} == {"random"}
 
 
 def test_win_counts_per_model_over_datasets():
