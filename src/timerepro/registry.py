@@ -3,10 +3,14 @@
 Both front ends use this module: the Snakefile asks it for the runs of a scale, `timerepro dvc`
 writes dvc.yaml from it. A config resolves as
 
-    task defaults < model defaults < experiment `fixed` < grid point < scale `fixed`
+    task defaults < model defaults < experiment `fixed` < grid point < experiment `when` < scale `fixed`
     data: dataset config < experiment `data` < scale `data`
 
-and its id is the first 12 hex digits of the sha256 of its canonical JSON, so the same
+where `when` is a list of {match: {key: value}, fixed: {...}} (or of such lists, so YAML anchors combine):
+settings that apply only to the grid points whose resolved values match (linear_time: the authors' options of
+one encoder, one dataset's sampling, the authors' selected hyperparameters of one cell). `skip` lists
+{key: value} matches of grid points that are not run (linear_time: no historical-select sine-cosine run). Its id
+is the first 12 hex digits of the sha256 of its canonical JSON, so the same
 configuration always lands in the same run folder, whichever scale or scheduler asked for it.
 """
 
@@ -49,6 +53,14 @@ class Job:
     job_id: str
     runs: tuple
     resources: dict = field(hash=False, compare=False)
+
+
+def conditions(exp: dict) -> list[dict]:
+    """An experiment's `when` entries, nested lists flattened in order (a later match wins)."""
+    out = []
+    for entry in exp.get("when", []):
+        out.extend(entry if isinstance(entry, list) else [entry])
+    return out
 
 
 def run_id(config: dict) -> str:
@@ -111,6 +123,10 @@ class Registry:
                     if name not in self.datasets and name not in self._locked_datasets:
                         raise ConfigError(path, f"{where}.{key}", f"unknown dataset {name!r}; known: {sorted(self.datasets) + sorted(self._locked_datasets)}")
                 self._check_values(path, where, exp, exp.get("dataset"))
+                for j, cond in enumerate(conditions(exp)):
+                    self._check_values(path, f"{where}.when[{j}]", {"task": exp["task"], **cond}, exp.get("dataset"))
+                for j, match in enumerate(exp.get("skip", [])):
+                    self._check_values(path, f"{where}.skip[{j}]", {"task": exp["task"], "match": match}, exp.get("dataset"))
             ids = set()
             for i, art in enumerate(doc["artifacts"]):
                 if art["id"] in ids:
@@ -170,6 +186,7 @@ class Registry:
         spec = self.tasks[exp["task"]]["parameters"]
         named = self._named()
         items = [(f"fixed.{k}", k, v) for k, v in exp.get("fixed", {}).items()]
+        items += [(f"match.{k}", k, v) for k, v in exp.get("match", {}).items() if k not in ("model", "dataset")]
         items += [(f"grid.{k}[{i}]", k, v) for k, vs in exp.get("grid", {}).items() for i, v in enumerate(vs)]
         for key_path, key, value in items:
             if key not in spec:
@@ -221,6 +238,14 @@ class Registry:
                     **model["defaults"],
                     **exp.get("fixed", {}),
                     **dict(zip(axes, point)),
+                }
+                if any(all(config.get(k) == v for k, v in match.items()) for match in exp.get("skip", [])):
+                    continue
+                for cond in conditions(exp):
+                    if all(config.get(k) == v for k, v in cond["match"].items()):
+                        config.update(cond["fixed"])
+                config = {
+                    **config,
                     **over.get("fixed", {}),
                     **({"data": data} if data else {}),
                     "seed": seed,

@@ -119,14 +119,25 @@ def test_kernel_shapes_and_figure():
     assert tpp.kernel_shape(np.full(17, 0.3)) == "flat"
     phi = np.stack([np.exp(-dt), np.log1p(dt), (dt - 1) ** 2])  # [types, G]
     phi = np.broadcast_to(phi[None, :, None, :], (2, 3, 2, 17))  # [layers, types, heads, G]
-    rec = {"config": {"seed": 0, "run_id": "x"}, "metrics": {}, "provenance": {},
-           "kernels": {"dt": dt.tolist(), "phi": phi.tolist(), "type_counts_train": [5, 50, 1]}}
-    rows = tpp.tpp_kernels([rec])
-    assert len(rows) == 2 * 3 * 2 * 17
-    assert [r["row"] for r in rows[:34:17]] == ["type 1", "type 0"]  # most frequent type first
-    df = pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} | {"artifact": "fig2"} for r in rows])
+    untrained = np.broadcast_to(np.log1p(dt)[None, None, None, :], (2, 3, 2, 17))  # every curve increasing
+
+    def frame(kernels):
+        rec = {"config": {"seed": 0, "run_id": "x"}, "metrics": {}, "provenance": {},
+               "kernels": {"dt": dt.tolist(), "phi": phi.tolist(), "type_counts_train": [5, 50, 1]} | kernels}
+        rows = tpp.tpp_kernels([rec])
+        return rows, pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} | {"artifact": "fig2"} for r in rows])
+
+    rows, df = frame({"phi_initial": untrained.tolist()})
+    assert len(rows) == 2 * 3 * 2 * 17 * 2  # trained and untrained curves
+    assert [r["row"] for r in rows[:68:34]] == ["type 1", "type 0"]  # most frequent type first
     verdict, detail = tpp.kernel_shapes_diverse(df)
     assert verdict == claims.HOLDS and "decreasing 4, increasing 4, non-monotone 4" in detail
+    assert "changed by training in 67% of curves" in detail
+    # the same diversity already in the untrained model of the seed: training made none of it, the claim fails
+    verdict, detail = tpp.kernel_shapes_diverse(frame({"phi_initial": phi.tolist()})[1])
+    assert verdict == claims.FAILS and "changed by training in 0% of curves" in detail
+    verdict, detail = tpp.kernel_shapes_diverse(frame({})[1])  # a record from before the control was recorded
+    assert verdict == claims.PENDING and "untrained" in detail
     fig = tpp.kernel_curves(df, {"scale": "smoke", "data": "stand-in"})
     assert len(fig.axes) == 4 and len(fig.axes[0].lines) == 3
     figures.plt.close(fig)

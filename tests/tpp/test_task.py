@@ -46,6 +46,8 @@ def test_task_runs_end_to_end_on_a_standin(config, data_root, tmp_path):
     k = _read(d, "kernels.json")
     phi = np.asarray(k["phi"])  # [layers, types, heads, grid]
     assert phi.shape == (config["num_layers"], 22, config["num_heads"], config["kernel_grid_points"])
+    initial = np.asarray(k["phi_initial"])  # the same seed's kernels before training: claim c10's control
+    assert initial.shape == phi.shape and not np.allclose(initial, phi)
     dt = np.asarray(k["dt"])
     assert dt[0] == 0.0 and np.all(np.diff(dt) > 0) and dt[-1] == pytest.approx(k["dt_max"], rel=1e-6)
     assert sum(k["type_counts_train"]) == int(dtpp.load_processed(

@@ -77,6 +77,23 @@ def test_the_badge_reads_the_data_kind_not_the_label():
     assert html._status(art, worded) == ("regenerated", "regenerated on synthetic stand-ins, not the real data")
 
 
+def test_configuration_tables_are_badged_as_configuration_not_regenerated():
+    from timerepro import registry
+
+    prov = {"n_runs": 2, "n_expected": 2, "data": "Taxi", "data_kind": "real"}
+    reg = registry.load()
+    configuration = {(p, a["id"]) for p in registry.PAPERS for a in reg.artifacts(p) if html.is_configuration(a)}
+    assert {("hawkes_attention", t) for t in ("table6", "table7", "table8")} <= configuration
+    assert {("dyg_mamba", "table7"), ("dyg_mamba", "table8")} <= configuration
+    for paper, aid in configuration:
+        art = next(a for a in reg.artifacts(paper) if a["id"] == aid)
+        if art["status"] == "implemented":
+            assert html._status(art, prov)[0] == "configuration", (paper, aid)
+            assert html._status(art, {**prov, "n_runs": 0})[0] == "planned"  # no runs: nothing rendered yet
+    table2 = next(a for a in reg.artifacts("hawkes_attention") if a["id"] == "table2")
+    assert not html.is_configuration(table2) and html._status(table2, prov)[0] == "regenerated"
+
+
 def test_aggregated_rows_carry_the_data_kind_of_their_runs(tmp_path):
     from timerepro import registry
     from timerepro.io import atomic_write_json

@@ -97,6 +97,12 @@ def _edit(path, fn):
          "experiments.synthetic_seqcls.dataset", "unknown dataset 'imagenet'"),
         ("linear_time.yaml", lambda d: d["experiments"]["synthetic_seqcls"].update(seed=3),
          "experiments.synthetic_seqcls", "unknown key"),
+        ("linear_time.yaml", lambda d: d["experiments"]["lp_cawn"].update(
+            when=[{"match": {"dataset": "reddit"}, "fixed": {"neighbour_sampling": "uniform"}}]),
+         "experiments.lp_cawn.when[0].fixed.neighbour_sampling", "unknown parameter"),
+        ("linear_time.yaml", lambda d: d["experiments"]["lp_cawn"].update(
+            when=[{"match": {"encoder": "linear"}, "fixed": {"neighbor_sampling": "random"}}]),
+         "experiments.lp_cawn.when[0].fixed.neighbor_sampling", "is not one of"),
         ("linear_time.yaml", lambda d: d["artifacts"][1].update(status="done"),
          "artifacts[1].status", "is not one of"),
         ("scales.yaml", lambda d: d["scales"]["smoke"]["experiments"]["linear_time/synthetic_seqcls"]["data"].update(n_seqs=5),

@@ -25,6 +25,7 @@ h2{border-bottom:2px solid #16324f;padding-bottom:4px;margin-top:36px}
 .badge{display:inline-block;border-radius:10px;padding:1px 9px;font-size:12px;font-weight:600;margin-right:6px}
 .regenerated{background:#d8f3dc;color:#1b5e20}.partial{background:#fff3cd;color:#7a5a00}
 .planned{background:#eceff1;color:#455a64}.diagram{background:#e8eaf6;color:#283593}
+.configuration{background:#e0f2f1;color:#00695c}
 .holds{background:#d8f3dc;color:#1b5e20}.fails{background:#fde2e1;color:#a4161a}.pending{background:#eceff1;color:#455a64}
 img{max-width:100%;border:1px solid #eee;border-radius:4px;margin:6px 0}
 .tablewrap{overflow-x:auto;max-height:420px;overflow-y:auto;border:1px solid #eee;margin:6px 0}
@@ -35,6 +36,12 @@ th.rowlabel{text-align:left;font-weight:500}thead th{background:#f3f5f7;position
 details summary{cursor:pointer;color:#16324f}
 .summary td,.summary th{text-align:left}
 """
+
+
+def is_configuration(art: dict) -> bool:
+    """An artifact that prints settings, not results (params/<paper>.yaml `reproducible: configuration ...`,
+    e.g. hawkes_attention Tables 6-8): its runs make it, but it regenerates no measured number."""
+    return str(art.get("reproducible", "")).startswith("configuration")
 
 
 def _status(art: dict, prov: dict | None) -> tuple[str, str]:
@@ -48,6 +55,8 @@ def _status(art: dict, prov: dict | None) -> tuple[str, str]:
         return "planned", "implemented: no completed runs at this scale"
     if prov["n_runs"] < prov.get("n_expected", 0):
         return "partial", f"partially regenerated ({prov['n_runs']} of {prov['n_expected']} runs)"
+    if is_configuration(art):
+        return "configuration", "configuration: the settings of the runs, not a regenerated result"
     if datakind.proves_pipeline_only(prov.get("data_kind", "")):
         return "regenerated", "regenerated on synthetic stand-ins, not the real data"
     return "regenerated", "regenerated"
@@ -69,7 +78,7 @@ def build(reg: Registry, scale: str, results: Path | None = None) -> Path:
     out_dir = results / "report"
     claim_list = read_json(claims.claims_path(results)) if claims.claims_path(results).is_file() else claims.evaluate(reg, results)
     n_art = sum(len(reg.artifacts(p)) for p in PAPERS)
-    body, counts = [], {"regenerated": 0, "partial": 0, "planned": 0, "diagram": 0}
+    body, counts = [], {"regenerated": 0, "configuration": 0, "partial": 0, "planned": 0, "diagram": 0}
     for paper in PAPERS:
         doc = reg.papers[paper]
         prov_path = aggregate.aggregated_path(paper, results).with_suffix(".provenance.json")
@@ -114,7 +123,9 @@ def build(reg: Registry, scale: str, results: Path | None = None) -> Path:
     verdicts = {v: sum(1 for c in claim_list if c["verdict"] == v) for v in (claims.HOLDS, claims.FAILS, claims.PENDING)}
     nav = " ".join(f"<a href='#{p}'>{p}</a>" for p in PAPERS)
     summary = (f"<table class='summary'><tr><th>artifacts</th><td>{n_art}</td></tr>"
-               f"<tr><th>regenerated</th><td>{counts['regenerated']}</td></tr><tr><th>partially regenerated</th><td>{counts['partial']}</td></tr>"
+               f"<tr><th>regenerated</th><td>{counts['regenerated']}</td></tr>"
+               f"<tr><th>configuration (settings, not results)</th><td>{counts['configuration']}</td></tr>"
+               f"<tr><th>partially regenerated</th><td>{counts['partial']}</td></tr>"
                f"<tr><th>planned / no runs yet</th><td>{counts['planned']}</td></tr><tr><th>diagrams</th><td>{counts['diagram']}</td></tr>"
                f"<tr><th>claims</th><td>{verdicts['holds']} hold · {verdicts['fails']} fail · {verdicts['cannot be evaluated yet']} cannot be evaluated yet</td></tr></table>")
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>timerepro report ({html.escape(scale)})</title>"

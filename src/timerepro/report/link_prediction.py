@@ -2,7 +2,9 @@
 run the same protocol). Nothing here is registered: a paper's module registers its aggregators and rules, which
 call these functions.
 
-Model selection follows linear_time section 4.1 (DyGLib): among the searched hyperparameters (dropout, and d_ch
+The AP a table reads is the one the run's early stopping monitored (`ap_key`): the whole-split AP (`ap_whole`)
+where params/ set `monitor_metric: ap_whole` (linear_time, as its authors' code: docs/fidelity.md item 1), else
+DyGLib's mean over batches (`ap`). Model selection follows linear_time section 4.1 (DyGLib): among the searched hyperparameters (dropout, and d_ch
 for the DyGFormer variants) the configuration with the best mean validation AP under the table's negative sampler
 is kept; its test AP (x 100, mean and std over seeds) fills the cell. Win counts use the paper's rule: per
 (model, dataset) the encoders whose printed mean (2 decimals) equals the best printed mean all win.
@@ -26,15 +28,42 @@ def _hp(config: dict) -> tuple:
     return tuple((k, config.get(k)) for k in SEARCHED)
 
 
-def select_by_validation(records: list[dict], val_key: str) -> dict[tuple, list[dict]]:
-    """(model, encoder, dataset) -> the seeds of the searched configuration with the best mean `val_key`."""
+def ap_key(config: dict) -> str:
+    """The AP metric of a run's tables: the one it monitored (`ap_whole`), else DyGLib's batch mean (`ap`)."""
+    return "ap_whole" if config.get("monitor_metric") == "ap_whole" else "ap"
+
+
+def ap(record: dict, split: str, sampler: str) -> float:
+    """A run's transductive AP on `split` (val or test) under the `sampler` negatives, as its tables read it."""
+    return record["metrics"][f"{split}_transductive_{sampler}_{ap_key(record['config'])}"]
+
+
+def _monitored(record: dict) -> str:
+    return record["config"].get("monitor_negatives", "random")
+
+
+def has_own_runs(records: list[dict], sampler: str) -> bool:
+    """Whether some runs stopped early on `sampler`'s validation AP (linear_time Table 2's historical-select runs)."""
+    return any(_monitored(r) == sampler for r in records)
+
+
+def monitored_on(records: list[dict], sampler: str) -> list[dict]:
+    """The runs a `sampler` table reads: those monitored on `sampler`'s validation AP; without any (Table 2 below
+    paper scale, a labelled cut), the random-monitored runs, which the caller re-selects on `sampler`'s AP."""
+    own = sampler if has_own_runs(records, sampler) else "random"
+    return [r for r in records if _monitored(r) == own]
+
+
+def select_by_validation(records: list[dict], sampler: str) -> dict[tuple, list[dict]]:
+    """(model, encoder, dataset) -> the seeds of the searched configuration with the best mean validation AP
+    under the `sampler` negatives, among the runs `monitored_on` that sampler."""
     cells: dict[tuple, dict[tuple, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for r in records:
+    for r in monitored_on(records, sampler):
         c = r["config"]
         cells[(c["model"], c["encoder"], c["dataset"])][_hp(c)].append(r)
     chosen = {}
     for cell, by_hp in cells.items():
-        best = max(sorted(by_hp), key=lambda hp: np.mean([r["metrics"][val_key] for r in by_hp[hp]]))
+        best = max(sorted(by_hp), key=lambda hp: np.mean([ap(r, "val", sampler) for r in by_hp[hp]]))
         chosen[cell] = by_hp[best]
     return chosen
 
@@ -57,14 +86,15 @@ def ap_table(records: list[dict], sampler: str, metric: str, *, paper: str | Non
     rows: row_group = model, row = encoder (`labels`, default names.ENCODER_LABELS), column = dataset as the paper
     (`paper`, default the records' own) prints it."""
     labels = labels or ENCODER_LABELS
-    chosen = select_by_validation(records, f"val_transductive_{sampler}_ap")
+    chosen = select_by_validation(records, sampler)
+    cut = "" if has_own_runs(records, sampler) else f"; cut: runs monitored on random NS, re-selected on {sampler}-NS validation AP"
     rows, by_model_dataset = [], defaultdict(dict)
     for (model, encoder, dataset), rs in sorted(chosen.items()):
-        values = 100 * np.array([r["metrics"][f"test_transductive_{sampler}_ap"] for r in rs])
+        values = 100 * np.array([ap(r, "test", sampler) for r in rs])
         rows.append({"row_group": MODEL_LABELS[model], "row": labels[encoder],
                      "column": dataset_label(dataset, _paper(paper, rs)), "metric": metric,
                      "mean": float(values.mean()), "std": float(values.std()), "n_runs": len(rs), "_records": rs,
-                     "note": "selected: " + ", ".join(f"{k}={v}" for k, v in _hp(rs[0]["config"]) if v is not None)})
+                     "note": "selected: " + ", ".join(f"{k}={v}" for k, v in _hp(rs[0]["config"]) if v is not None) + cut})
         by_model_dataset[(model, dataset)][encoder] = float(values.mean())
     wins: dict[tuple, int] = defaultdict(int)
     seen: dict[tuple, list[dict]] = defaultdict(list)
@@ -84,7 +114,7 @@ def cost_rows(records: list[dict], metric: str, value: Callable[[dict], float | 
     """A measured cost (`value(record)`, None when not measured) of each selected (random NS) configuration,
     mean and std over its seeds."""
     rows = []
-    for (model, encoder, dataset), rs in sorted(select_by_validation(records, "val_transductive_random_ap").items()):
+    for (model, encoder, dataset), rs in sorted(select_by_validation(records, "random").items()):
         vals = [v for r in rs if (v := value(r)) is not None]
         if vals:
             rows.append({"row_group": MODEL_LABELS[model], "row": ENCODER_LABELS[encoder],

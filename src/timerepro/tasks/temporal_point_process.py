@@ -13,7 +13,8 @@ protocol of `timerepro.tpp.likelihood`: `encode(time_seqs, type_seqs[, attention
 * evaluation: test log-likelihood per event, next-event time RMSE and type error rate from one-step thinning
   predictions (EasyTPP's EventSampler settings from the config, seeded by the run's seed);
 * Figure 2: the learned kernels phi_c(dt) of every layer, type and head on a dt grid over the observed range
-  (`kernels.json`), for models that have them.
+  (`kernels.json`), for models that have them, with the same seed's kernels before training (`phi_initial`, the
+  control of claim c10: an untrained model already has every shape class).
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def run(config: dict, ctx) -> dict:
     device = torch.device(ctx.device)
     torch.manual_seed(seed)
     model = build("temporal_point_process", config["model"], builder_config(config, train), K).to(device)
+    initial = kernel_curves(model, train, K, int(config["kernel_grid_points"]))  # Figure 2's control (claim c10)
     opt = torch.optim.Adam(param_groups(model, config), lr=float(config["lr"]))
     gen = torch.Generator().manual_seed(seed)
 
@@ -126,8 +128,8 @@ def run(config: dict, ctx) -> dict:
     te = evaluate(model, test, batch_size=batch, thinning=thinning, seed=seed, num_samples=n_int)
     va = evaluate(model, dev, batch_size=batch, thinning=None, num_samples=n_int)
     curves = kernel_curves(model, train, K, int(config["kernel_grid_points"]))
-    if curves is not None:
-        ctx.write_artifact("kernels.json", curves)
+    if curves is not None:  # phi_initial: the same seed's kernels before training, on the same dt grid
+        ctx.write_artifact("kernels.json", curves | {"phi_initial": initial["phi"]})
     epoch_times = [row["epoch_time_s"] for row in result.history]
     return {
         "metrics": {

@@ -112,12 +112,12 @@ def _ours(df: pd.DataFrame, group: str, horizon: str, metric: str) -> float | No
 
 @rule("table9_ecl96_second")
 def table9_ecl96_second(df: pd.DataFrame) -> tuple[str, str]:
-    """c07: reproduced Ours ranks 2nd by MSE among the 12 models at (ECL, 96), baselines as published."""
-    sel = df[(df["artifact"] == ARTIFACT) & (df["row_group"] == "ECL") & (df["row"] == "96")
-             & (df["metric"] == RANK_METRICS[("MSE", "overall")])]
-    if sel.empty:
+    """c07: reproduced Ours ranks 2nd by MSE among the 12 models at (ECL, 96), baselines as published (the rank
+    is computed here from Ours' MSE, as the aggregator's rank row, so the rule also judges the published table)."""
+    value = _ours(df, "ECL", "96", "MSE")
+    if value is None:
         return PENDING, "table9 has no reproduced (ECL, 96) run at this scale"
-    r = int(sel["mean"].iloc[0])
+    r = rank(value, baseline_values()[("ECL", "96", "MSE")])
     detail = f"rank of reproduced Ours by MSE at (ECL, 96) among the published baselines: {r}"
     return _verdict(df, "ECL", r == 2, detail)
 

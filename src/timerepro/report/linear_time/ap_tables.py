@@ -201,9 +201,20 @@ def linear_wins_us_legis_only_dygformer_separate(df: pd.DataFrame) -> tuple[str,
     return (HOLDS if won == ["DyGFormer-separate"] else FAILS), f"linear wins US Legis with: {', '.join(won) or 'none'}"
 
 
+SIGN_TEST_LEVEL = 0.05
+
+
+def _min_cells(level: float) -> int:
+    """The fewest non-tied cells whose most lopsided split rejects at `level` (6 at 5%: 2/2^6 = 0.031)."""
+    return next(n for n in range(1, 64) if _sign_test(0, n) < level)
+
+
 def _sign_test(k: int, n: int) -> float:
     """Two-sided sign-test p-value of k successes in n fair coin flips."""
     return min(1.0, 2 * sum(comb(n, i) for i in range(min(k, n - k) + 1)) / 2 ** n) if n else 1.0
+
+
+MIN_SIGN_TEST_CELLS = _min_cells(SIGN_TEST_LEVEL)  # below it the rule could only hold (docs/fidelity.md item 7)
 
 
 def _cosine_counts(df: pd.DataFrame) -> tuple[int, int, int]:
@@ -216,15 +227,20 @@ def _cosine_counts(df: pd.DataFrame) -> tuple[int, int, int]:
 @rule("cosine_sine_cosine_no_difference")
 def cosine_sine_cosine_no_difference(df: pd.DataFrame) -> tuple[str, str]:
     """c09: all-cosine and sine-cosine do not differ: a two-sided sign test over the cells whose printed (2-decimal)
-    means differ does not reject at the 5% level."""
+    means differ does not reject at the 5% level. With fewer non-tied cells than MIN_SIGN_TEST_CELLS no split can
+    reject, so the verdict is PENDING, not a claim that cannot fail."""
     cos, sc, ties = _cosine_counts(df)
     if not cos + sc + ties:
         return PENDING, "table4 needs cosine and sine-cosine runs"
     p = _sign_test(cos, cos + sc)
     pub = _cosine_counts(published.load(PAPER))
-    return (HOLDS if p >= 0.05 else FAILS), (f"cosine better in {cos}, sine-cosine in {sc}, ties in {ties} of "
-                                             f"{cos + sc + ties} cells; sign test p = {p:.3f} "
-                                             f"(published {pub[0]} / {pub[1]} / {pub[2]} of {sum(pub)})")
+    detail = (f"cosine better in {cos}, sine-cosine in {sc}, ties in {ties} of {cos + sc + ties} cells; sign test "
+              f"p = {p:.3f} (published {pub[0]} / {pub[1]} / {pub[2]} of {sum(pub)})")
+    if cos + sc < MIN_SIGN_TEST_CELLS:
+        return PENDING, (f"{detail}; with {cos + sc} non-tied cells the smallest possible p is "
+                         f"{_sign_test(0, cos + sc):.3f} >= {SIGN_TEST_LEVEL}: the test cannot reject, so the claim "
+                         f"cannot fail (needs {MIN_SIGN_TEST_CELLS} non-tied cells)")
+    return (HOLDS if p >= SIGN_TEST_LEVEL else FAILS), detail
 
 
 def _time_vs_position(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:

@@ -36,7 +36,7 @@ def lp_attention_map(records: list[dict]) -> list[dict]:
     shared by both axes; a dataset with few distinct differences (US Legis) gets one cell per difference, i.e. the
     paper's per-pair average."""
     rows = []
-    for (model, encoder, dataset), rs in sorted(select_by_validation(records, "val_transductive_random_ap").items()):
+    for (model, encoder, dataset), rs in sorted(select_by_validation(records, "random").items()):
         files = [np.load(r["dir"] / "attention_records.npz") for r in rs if (r["dir"] / "attention_records.npz").is_file()]
         if not files:
             continue

@@ -15,7 +15,7 @@ from .. import published
 from ..aggregate import aggregator
 from ..claims import FAILS, HOLDS, PENDING, rule
 from ..figures import ENCODER_COLORS, plt, renderer, stamp, style
-from ..link_prediction import select_by_validation
+from ..link_prediction import ap as run_ap, select_by_validation
 from . import PAPER
 
 SEARCHED_EXPERIMENTS = ("lp_tgat", "lp_dygformer")  # Table 1's grids: their selected cell is the full dimension
@@ -25,7 +25,7 @@ def _dim_rows(records: list[dict], model_label: str, axis: str, full: int) -> li
     """AP x 100 per (encoder, dataset, dimension); the full dimension's cell is Table 1's selected one."""
     by_dim: dict[tuple, list[dict]] = defaultdict(list)
     searched = [r for r in records if r["config"]["experiment"] in SEARCHED_EXPERIMENTS]
-    for (model, encoder, dataset), rs in select_by_validation(searched, "val_transductive_random_ap").items():
+    for (model, encoder, dataset), rs in select_by_validation(searched, "random").items():
         by_dim[(encoder, dataset, full)] += rs
     for r in records:
         c = r["config"]
@@ -33,11 +33,11 @@ def _dim_rows(records: list[dict], model_label: str, axis: str, full: int) -> li
             by_dim[(c["encoder"], c["dataset"], int(c[axis]))].append(r)
     rows = []
     for (encoder, dataset, dim), rs in sorted(by_dim.items()):
-        ap = 100 * np.array([r["metrics"]["test_transductive_random_ap"] for r in rs])
+        values = 100 * np.array([run_ap(r, "test", "random") for r in rs])
         params = np.mean([r["metrics"]["n_parameters"] for r in rs])
         cell = {"row_group": f"{model_label} {axis}={dim}", "row": ENCODER_LABELS[encoder],
                 "column": dataset_label(dataset, PAPER), "n_runs": len(rs), "_records": rs}
-        rows.append(cell | {"metric": "AP_random_NS_test", "mean": float(ap.mean()), "std": float(ap.std())})
+        rows.append(cell | {"metric": "AP_random_NS_test", "mean": float(values.mean()), "std": float(values.std())})
         rows.append(cell | {"metric": "n_parameters", "mean": float(params), "std": 0.0})
     return rows
 
