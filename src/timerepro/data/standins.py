@@ -51,8 +51,9 @@ def label_for(ds: Dataset) -> str:
     return f"synthetic stand-in for {ds.title} (not the real data)"
 
 
-GENERATOR_VERSION = 3  # bump whenever a generator's output changes (2: CTDG labels = burst state changes;
-# 3: CTDG interaction graphs with sessions, recency-weighted repeated partners, replies, endpoint features)
+GENERATOR_VERSION = 4  # bump whenever a generator's output changes (2: CTDG labels = burst state changes;
+# 3: CTDG interaction graphs with sessions, recency-weighted repeated partners, replies, endpoint features;
+# 4: a CTDG draw without new-node validation or test edges is drawn again)
 MARKER = ".generator"  # written last into a stand-in's raw folder: version and seed it was made with
 
 
@@ -251,7 +252,8 @@ def edge_features(rng: np.random.Generator, u: np.ndarray, v: np.ndarray, dim: i
 
 
 def evaluable(df: pd.DataFrame, bipartite: bool, batch_size: int = 200) -> bool:
-    """Whether DyGLib's protocol can score the graph: after its reindexing and split, every evaluation sampler
+    """Whether DyGLib's protocol can score the graph: after its reindexing and split, every part (new-node
+    validation and test included) holds edges, and every evaluation sampler
     (random, historical, inductive; val, test and their new-node parts) draws negatives for every batch of
     `batch_size` (the task default). On a small bursty graph a new-node part can hold a single pair, which no
     negative can avoid (DyGLib's sampler would loop forever)."""
@@ -260,8 +262,8 @@ def evaluable(df: pd.DataFrame, bipartite: bool, batch_size: int = 200) -> bool:
     new = ctdg.reindex(df.assign(idx=np.arange(len(df))), bipartite)
     data = SimpleNamespace(src=new["u"].to_numpy(), dst=new["i"].to_numpy(), ts=new["ts"].to_numpy())
     split = ctdg.link_prediction_split(data)
-    if not split.train.any() or not split.val.any() or not split.test.any():
-        return False
+    if not all(getattr(split, part).any() for part in ("train", "val", "test", "new_node_val", "new_node_test")):
+        return False  # the inductive setting (and swinit's inductive model selection) needs new-node edges
     try:
         for strategy in STRATEGIES:
             for part, sampler in dyglib_eval_samplers(data, split, strategy).items():
