@@ -52,6 +52,7 @@ def test_numbers_made_by_other_code_are_marked_with_the_modules_and_the_refresh_
 
     page = Path(html.build(reg, "smoke", results, Fingerprinter(package_dir=package, models=reg.models))).read_text()
     assert "art is-stale" not in page and "badge stale'" not in page  # unchanged code: no mark
+    assert "(stale)</th><td>0 artifact(s)" in page
     render.render_paper(reg, "linear_time", "smoke", results, Fingerprinter(package_dir=package, models=reg.models))
     assert "STALE" not in (results / "tables" / "linear_time" / "fig2.md").read_text()
 
@@ -63,6 +64,7 @@ def test_numbers_made_by_other_code_are_marked_with_the_modules_and_the_refresh_
     assert "timerepro.models.seq.transformer" in box and config["run_id"] in box
     assert "timerepro status --scale smoke --paper linear_time" in box and "snakemake --profile local" in box
     page = Path(results / "report" / "index.html").read_text()
+    assert "(stale)</th><td>0 artifact(s)" not in page
     assert "badge stale'" not in article(page, "linear_time", "table3")  # no records behind it: nothing to mark
     render.render_paper(reg, "linear_time", "smoke", results, edited)
     md = (results / "tables" / "linear_time" / "fig2.md").read_text()

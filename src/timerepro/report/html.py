@@ -8,6 +8,7 @@ import html
 from pathlib import Path
 
 from timerepro import datakind
+from timerepro.fingerprint import Fingerprinter
 from timerepro.io import atomic_write_text, read_json
 from timerepro.paths import results_dir
 from timerepro.registry import PAPERS, Registry
@@ -71,10 +72,12 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
     """Write the page; `fingerprints` (a `fingerprint.Fingerprinter`, default: this checkout's code) decides
     which numbers are stale."""
     results = results or results_dir()
+    fingerprints = fingerprints or Fingerprinter(models=reg.models)  # one parse of the sources for every paper
     out_dir = results / "report"
     claim_list = read_json(claims.claims_path(results)) if claims.claims_path(results).is_file() else claims.evaluate(reg, results)
     n_art = sum(len(reg.artifacts(p)) for p in PAPERS)
     body, counts = [], {"regenerated": 0, "partial": 0, "planned": 0, "diagram": 0}
+    n_stale = n_suspect = 0
     for paper in PAPERS:
         doc = reg.papers[paper]
         prov_path = aggregate.aggregated_path(paper, results).with_suffix(".provenance.json")
@@ -84,6 +87,7 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
         reproduced = aggregate.read(paper, results)
         stale = staleness.stale_marks(reg, paper, scale, results, fingerprints)
         below = suspects.flagged_in(paper, results)
+        n_stale, n_suspect = n_stale + len(stale), n_suspect + len(below)
         nb = results / "notebooks" / f"{paper}.ipynb"
         body.append(f"<h2 id='{paper}'>{html.escape(paper)}: {html.escape(doc['title'])}</h2>")
         body.append(f"<p class='muted'>{html.escape(str(doc.get('authors') or ''))}"
@@ -128,6 +132,8 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
     summary = (f"<table class='summary'><tr><th>artifacts</th><td>{n_art}</td></tr>"
                f"<tr><th>regenerated</th><td>{counts['regenerated']}</td></tr><tr><th>partially regenerated</th><td>{counts['partial']}</td></tr>"
                f"<tr><th>planned / no runs yet</th><td>{counts['planned']}</td></tr><tr><th>diagrams</th><td>{counts['diagram']}</td></tr>"
+               f"<tr><th>made by other code or data (stale)</th><td>{n_stale} artifact(s)</td></tr>"
+               f"<tr><th>below EdgeBank (suspect)</th><td>{n_suspect} cell(s)</td></tr>"
                f"<tr><th>claims</th><td>{verdicts['holds']} hold · {verdicts['fails']} fail · {verdicts['cannot be evaluated yet']} cannot be evaluated yet</td></tr></table>")
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>timerepro report ({html.escape(scale)})</title>"
             f"<style>{CSS}</style></head><body><header><h1>Reproduction report: how models encode time</h1>"
