@@ -167,11 +167,3 @@ def test_markdown_tables_name_the_data_kinds_of_their_rows(reg, tmp_path):
                                           "mean": 1.5, "data_kind": kind} for r, kind in (("a", "standin"), ("b", "real"))])
     render.render_paper(reg, "swinit", "offline", tmp_path)
     assert "data_kind=real+standin" in (tmp_path / "tables" / "swinit" / f"{aid}.md").read_text()
-
-
-def test_a_papers_tables_depend_on_the_aggregates_that_give_their_edgebank_floor(reg):
-    from timerepro import dvcgen
-
-    assert suspects.floor_papers("linear_time") == ["dyg_mamba"] and suspects.floor_papers("swinit") == []
-    deps = dvcgen.stages(reg)["notebook_linear_time"]["deps"]
-    assert "results/aggregated/dyg_mamba.csv" in deps

@@ -61,11 +61,6 @@ def _dyg_mamba(df: pd.DataFrame) -> pd.DataFrame:
 LAYOUTS = {"linear_time": _linear_time, "dyg_mamba": _dyg_mamba}
 
 
-def floor_papers(paper: str) -> list[str]:
-    """The papers whose aggregated rows `paper`'s tables read for their EdgeBank floor (inputs of its notebook)."""
-    return [p for p in LAYOUTS if p != paper] if paper in LAYOUTS else []
-
-
 def flagged(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """{paper: aggregated rows} -> {paper: its cells below EdgeBank on the same data (KEY columns, artifact,
     `edgebank_mean`, `margin`, `dataset`)}: EdgeBank's rows of every paper given form the floor."""
