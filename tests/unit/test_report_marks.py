@@ -125,6 +125,7 @@ def test_cells_below_edgebank_are_flagged_in_the_report_and_the_markdown_notes(r
         render.render_paper(reg, paper, "offline", tmp_path)
         md = (tmp_path / "tables" / paper / f"{aid}.md").read_text()
         assert cell in md and "† below EdgeBank: suspect" in md
+        assert cell.replace(" †", r" \textdagger{}") in (tmp_path / "tables" / paper / f"{aid}.tex").read_text()
     md = (tmp_path / "tables" / "dyg_mamba" / "table4.md").read_text()
     assert "90.50 †" not in md and "55.50" in md and "55.50 †" not in md  # 55 > EdgeBank's 50 under historical NS
     box = article(Path(html.build(reg, "offline", tmp_path)).read_text(), "linear_time", "table1")

@@ -92,7 +92,7 @@ def to_markdown(table: pd.DataFrame) -> str:
 def to_latex(table: pd.DataFrame, caption: str) -> str:
     if table.empty:
         return f"% {caption}: no numbers\n"
-    esc = lambda s: str(s).replace("_", r"\_").replace("%", r"\%").replace("#", r"\#").replace("±", r"$\pm$").replace("&", r"\&")
+    esc = lambda s: str(s).replace("_", r"\_").replace("%", r"\%").replace("#", r"\#").replace("±", r"$\pm$").replace("&", r"\&").replace("†", r"\textdagger{}")
     ncol = len(table.columns)
     lines = [r"\begin{table}[t]", r"\centering", rf"\caption{{{esc(caption)}}}", r"\resizebox{\linewidth}{!}{%",
              r"\begin{tabular}{l" + "r" * ncol + "}", r"\toprule",
