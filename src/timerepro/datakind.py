@@ -52,9 +52,3 @@ def parse(cell: str) -> set[DataKind]:
 def proves_pipeline_only(cell: str) -> bool:
     """True when any run behind a row used a synthetic stand-in: the row proves the pipeline, not the paper."""
     return DataKind.STANDIN in parse(cell)
-
-
-def merged(cells: Iterable[str]) -> str:
-    """One `data_kind` cell naming every kind of several cells (the rows of a table), in the enum's order."""
-    kinds = set().union(*(parse(c) for c in cells))
-    return SEPARATOR.join(k.value for k in DataKind if k in kinds)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from timerepro.datakind import DataKind, parse
+from timerepro.datakind import SEPARATOR, DataKind, parse
 
 WORDS = {DataKind.REAL: "real data", DataKind.PACKAGE_COPY: "package copy of the real data",
          DataKind.STANDIN: "synthetic stand-in (proves the pipeline, not the paper)",
@@ -19,3 +19,10 @@ def data_kind_badges(cell: str) -> str:
     kinds = [k for k in DataKind if k in parse(cell)]
     return "".join(f"<span class='badge kind-{k.value}' title='{html.escape(WORDS[k])}'>data: {k.value}</span>"
                    for k in kinds)
+
+
+def merged(cells) -> str:
+    """One `data_kind` cell naming every kind of several cells (the rows of a table), in the enum's order.
+    (Here rather than in timerepro.datakind: that module is part of every run's code fingerprint.)"""
+    kinds = set().union(*(parse(c) for c in cells))
+    return SEPARATOR.join(k.value for k in DataKind if k in kinds)

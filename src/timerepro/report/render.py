@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from timerepro import datakind
 from timerepro.io import atomic_write_json, atomic_write_text
 from timerepro.paths import results_dir
 from timerepro.registry import Registry
 
-from . import aggregate, figures, published, staleness, suspects, tables
+from . import aggregate, badges, figures, published, staleness, suspects, tables
 
 
 def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = None, fingerprints=None) -> dict:
@@ -48,7 +47,7 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
             stem = results / "tables" / paper / aid
             md = stem.with_suffix(".md")
             caption = f"{paper} {aid}: {art['title']}"
-            kinds = datakind.merged(list(rep["data_kind"]))
+            kinds = badges.merged(list(rep["data_kind"]))
             notes = suspects.notes(below, aid) + ([staleness.markdown_note(stale[aid], paper, scale)] if aid in stale else [])
             atomic_write_text(md, f"<!-- {caption} | scale={scale}{f' | data_kind={kinds}' if kinds else ''} -->\n"
                               + tables.to_markdown(table) + "".join(f"\n{n}\n" for n in notes))
