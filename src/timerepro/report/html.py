@@ -36,7 +36,7 @@ th.rowlabel{text-align:left;font-weight:500}thead th{background:#f3f5f7;position
 details summary{cursor:pointer;color:#16324f}
 .summary td,.summary th{text-align:left}
 .stale{background:#fde2e1;color:#a4161a}.stalenote{margin:6px 0;color:#a4161a}
-.is-stale td.src-reproduced{background:#fdecea;text-decoration:underline wavy #a4161a}
+.art[data-stale] td.src-reproduced{background:#fdecea;text-decoration:underline wavy #a4161a}
 .suspect{color:#a4161a;font-size:12px}
 """ + badges.CSS
 
@@ -100,7 +100,7 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
             cls, label = _status(art, prov)
             counts[cls] += 1
             kind = badges.data_kind_badges((prov or {}).get("data_kind", "")) if art["status"] == "implemented" else ""
-            parts = [f"<div class='art{' is-stale' if aid in stale else ''}' id='{paper}-{aid}'><h3>{aid} "
+            parts = [f"<div class='art' id='{paper}-{aid}'{' data-stale' if aid in stale else ''}><h3>{aid} "
                      f"<span class='badge {cls}'>{label}</span>{kind}</h3>", f"<div>{html.escape(art['title'])}</div>"]
             if aid in stale:
                 parts.append(staleness.html_note(stale[aid], paper, scale))
