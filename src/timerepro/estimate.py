@@ -302,13 +302,13 @@ def artifact_estimates(reg, paper: str, scale: str = "paper", results: Path | No
 
 # ---------------------------------------------------------------- text
 
-def _h(hours: float) -> str:
+def hours_text(hours: float) -> str:
     if hours == 0:
         return "0"
     return f"{hours:.3g}" if hours < 100 else f"{hours:,.0f}"
 
 
-def _mb(mb: float | None) -> str:
+def mb_text(mb: float | None) -> str:
     if mb is None or (isinstance(mb, float) and math.isnan(mb)):
         return "?"
     return f"{mb / 1024:.1f} GB" if mb >= 1024 else f"{mb:.0f} MB"
@@ -323,8 +323,8 @@ def format_plan(p: Plan, scale: str) -> str:
         if a.artifact == "total":
             lines.append("-" * len(head))
         lines.append(f"{a.paper:17s} {a.artifact:9s} {len(a.runs):6d} {a.count(MEASURED):6d} {a.count(EXTRAPOLATED):7d} "
-                     f"{a.count(NONE):7d} {_h(a.cpu_hours):>9s} {_h(a.gpu_hours):>9s} {_mb(a.peak_mb):>9s} "
-                     f"{_mb(a.declared_mem_mb):>9s}")
+                     f"{a.count(NONE):7d} {hours_text(a.cpu_hours):>9s} {hours_text(a.gpu_hours):>9s} "
+                     f"{mb_text(a.peak_mb):>9s} {mb_text(a.declared_mem_mb):>9s}")
     lines.append("")
     lines.append("How: measured = the run's own record (same config); extrapolated = data-size ratio x (max_epochs x "
                  "the closest record's measured seconds per epoch + its one-off seconds): an upper bound, early stopping "

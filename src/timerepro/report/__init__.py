@@ -7,7 +7,11 @@ Engine (knows no paper):
     tables.py      published beside reproduced (Markdown, LaTeX, HTML)
     published.py   the paper's numbers, only from params/published/published_values.csv
     render.py      one paper's tables and figures (called by its papermill notebook)
-    html.py        results/report/index.html
+    html.py        results/report/index.html, with the marks of:
+    staleness.py   numbers made by other code or data (freshness.py): modules changed, refresh commands
+    suspects.py    link-prediction APs below EdgeBank's on the same data (floors.py), per paper layout
+    cost_plan.py   what a paper-scale rerun costs per artifact (estimate.py)
+    badges.py      the data-kind badge of an artifact (`data_kind`)
     notebooks.py   the thin notebooks under workflow/notebooks/
     families.py    the modules below, whose marked functions params/ may name
 Shared task-family pieces (no registration of their own beyond generic aggregators):

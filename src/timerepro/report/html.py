@@ -8,11 +8,12 @@ import html
 from pathlib import Path
 
 from timerepro import datakind
+from timerepro.fingerprint import Fingerprinter
 from timerepro.io import atomic_write_text, read_json
 from timerepro.paths import results_dir
 from timerepro.registry import PAPERS, Registry
 
-from . import aggregate, claims, published, tables
+from . import aggregate, badges, claims, cost_plan, published, staleness, suspects, tables
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -35,7 +36,10 @@ th.rowlabel{text-align:left;font-weight:500}thead th{background:#f3f5f7;position
 .prov{font-size:12px;color:#555}.prov code{font-size:11px}
 details summary{cursor:pointer;color:#16324f}
 .summary td,.summary th{text-align:left}
-"""
+.stale{background:#fde2e1;color:#a4161a}.stalenote{margin:6px 0;color:#a4161a}
+.art[data-stale] td.src-reproduced{background:#fdecea;text-decoration:underline wavy #a4161a}
+.suspect{color:#a4161a;font-size:12px}
+""" + badges.CSS
 
 
 def is_configuration(art: dict) -> bool:
@@ -73,12 +77,16 @@ def _provenance_html(prov: dict, scale: str) -> str:
             f"under <code>runs/&lt;paper&gt;/&lt;run_id&gt;/</code> (config.json, history.json, metrics.json, provenance.json)</details></div>")
 
 
-def build(reg: Registry, scale: str, results: Path | None = None) -> Path:
+def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=None) -> Path:
+    """Write the page; `fingerprints` (a `fingerprint.Fingerprinter`, default: this checkout's code) decides
+    which numbers are stale."""
     results = results or results_dir()
+    fingerprints = fingerprints or Fingerprinter(models=reg.models)  # one parse of the sources for every paper
     out_dir = results / "report"
     claim_list = read_json(claims.claims_path(results)) if claims.claims_path(results).is_file() else claims.evaluate(reg, results)
     n_art = sum(len(reg.artifacts(p)) for p in PAPERS)
     body, counts = [], {"regenerated": 0, "configuration": 0, "partial": 0, "planned": 0, "diagram": 0}
+    n_stale = n_suspect = 0
     for paper in PAPERS:
         doc = reg.papers[paper]
         prov_path = aggregate.aggregated_path(paper, results).with_suffix(".provenance.json")
@@ -86,18 +94,25 @@ def build(reg: Registry, scale: str, results: Path | None = None) -> Path:
         rendered_path = results / "rendered" / f"{paper}.json"
         rendered = read_json(rendered_path)["artifacts"] if rendered_path.is_file() else {}
         reproduced = aggregate.read(paper, results)
+        stale = staleness.stale_marks(reg, paper, scale, results, fingerprints)
+        below = suspects.flagged_in(paper, results)
+        n_stale, n_suspect = n_stale + len(stale), n_suspect + len(below)
         nb = results / "notebooks" / f"{paper}.ipynb"
         body.append(f"<h2 id='{paper}'>{html.escape(paper)}: {html.escape(doc['title'])}</h2>")
         body.append(f"<p class='muted'>{html.escape(str(doc.get('authors') or ''))}"
                     + (f" · executed notebook: <a href='../notebooks/{paper}.ipynb'>notebooks/{paper}.ipynb</a>" if nb.is_file() else "")
                     + "</p>")
+        body.append(cost_plan.to_html(*cost_plan.table(reg, paper, scale, prov_all, results), paper))
         for art in doc["artifacts"]:
             aid = art["id"]
             prov = prov_all.get(aid)
             cls, label = _status(art, prov)
             counts[cls] += 1
-            parts = [f"<div class='art' id='{paper}-{aid}'><h3>{aid} <span class='badge {cls}'>{label}</span></h3>",
-                     f"<div>{html.escape(art['title'])}</div>"]
+            kind = badges.data_kind_badges((prov or {}).get("data_kind", "")) if art["status"] == "implemented" else ""
+            parts = [f"<div class='art' id='{paper}-{aid}'{' data-stale' if aid in stale else ''}><h3>{aid} "
+                     f"<span class='badge {cls}'>{label}</span>{kind}</h3>", f"<div>{html.escape(art['title'])}</div>"]
+            if aid in stale:
+                parts.append(staleness.html_note(stale[aid], paper, scale))
             if art.get("section"):
                 parts.append(f"<div class='muted'>section {html.escape(art['section'])} · compute: {html.escape(art.get('compute', '?'))}</div>")
             for fig in rendered.get(aid, {}).get("figures", []):
@@ -107,11 +122,12 @@ def build(reg: Registry, scale: str, results: Path | None = None) -> Path:
                 parts.append(tables.to_html(tables.qualitative(art["qualitative"]))
                              + f"<div class='muted'>{html.escape(art['qualitative'].get('note', ''))}</div>")
             pub = published.load(paper, aid)
-            rep = reproduced[reproduced["artifact"] == aid]
+            rep = suspects.mark(reproduced[reproduced["artifact"] == aid], below)
             if not pub.empty or not rep.empty:
                 note = "" if not pub.empty else " <span class='muted'>(the paper prints no numbers for this artifact: figure only)</span>"
                 parts.append(f"<details {'open' if not rep.empty else ''}><summary>numbers: published{' and reproduced' if not rep.empty else ''}{note}</summary>"
                              + tables.to_html(tables.comparison(pub, rep)) + "</details>")
+                parts += [f"<div class='suspect'>{html.escape(n)}</div>" for n in suspects.notes(below, aid)]
             for c in [c for c in claim_list if c["paper"] == paper and aid in c["artifact"].replace(" ", "").split(",")]:
                 vcls = {"holds": "holds", "fails": "fails"}.get(c["verdict"], "pending")
                 parts.append(f"<div><span class='badge {vcls}'>{c['id']}: {html.escape(c['verdict'])}</span>"
@@ -127,6 +143,8 @@ def build(reg: Registry, scale: str, results: Path | None = None) -> Path:
                f"<tr><th>configuration (settings, not results)</th><td>{counts['configuration']}</td></tr>"
                f"<tr><th>partially regenerated</th><td>{counts['partial']}</td></tr>"
                f"<tr><th>planned / no runs yet</th><td>{counts['planned']}</td></tr><tr><th>diagrams</th><td>{counts['diagram']}</td></tr>"
+               f"<tr><th>made by other code or data (stale)</th><td>{n_stale} artifact(s)</td></tr>"
+               f"<tr><th>below EdgeBank (suspect)</th><td>{n_suspect} cell(s)</td></tr>"
                f"<tr><th>claims</th><td>{verdicts['holds']} hold · {verdicts['fails']} fail · {verdicts['cannot be evaluated yet']} cannot be evaluated yet</td></tr></table>")
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>timerepro report ({html.escape(scale)})</title>"
             f"<style>{CSS}</style></head><body><header><h1>Reproduction report: how models encode time</h1>"

@@ -9,19 +9,23 @@ from timerepro.io import atomic_write_json, atomic_write_text
 from timerepro.paths import results_dir
 from timerepro.registry import Registry
 
-from . import aggregate, figures, published, tables
+from . import aggregate, badges, figures, published, staleness, suspects, tables
 
 
-def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = None) -> dict:
+def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = None, fingerprints=None) -> dict:
+    """Tables carry notes under them: numbers made by other code (staleness.py), cells below EdgeBank
+    (suspects.py); `fingerprints` defaults to this checkout's code."""
     results = results or results_dir()
     reproduced = aggregate.read(paper, results)
+    stale = staleness.stale_marks(reg, paper, scale, results, fingerprints)
+    below = suspects.flagged_in(paper, results)
     manifest = {"paper": paper, "scale": scale, "artifacts": {}}
     for kind in ("tables", "figures"):  # declared outputs of the DVC stage, even when empty
         (results / kind / paper).mkdir(parents=True, exist_ok=True)
     for art in reg.artifacts(paper):
         aid = art["id"]
         entry = {"status": art["status"], "tables": [], "figures": []}
-        rep = reproduced[reproduced["artifact"] == aid]
+        rep = suspects.mark(reproduced[reproduced["artifact"] == aid], below)
         pub = published.load(paper, aid)
         if art["status"] == "implemented" and not rep.empty:
             meta = {"scale": scale, "data": "; ".join(sorted(set(rep["data"]))),
@@ -43,7 +47,10 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
             stem = results / "tables" / paper / aid
             md = stem.with_suffix(".md")
             caption = f"{paper} {aid}: {art['title']}"
-            atomic_write_text(md, f"<!-- {caption} | scale={scale} -->\n" + tables.to_markdown(table))
+            kinds = badges.merged(list(rep["data_kind"]))
+            notes = suspects.notes(below, aid) + ([staleness.markdown_note(stale[aid], paper, scale)] if aid in stale else [])
+            atomic_write_text(md, f"<!-- {caption} | scale={scale}{f' | data_kind={kinds}' if kinds else ''} -->\n"
+                              + tables.to_markdown(table) + "".join(f"\n{n}\n" for n in notes))
             atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption))
             entry["tables"] = [str(md.relative_to(results)), str(stem.with_suffix(".tex").relative_to(results))]
             entry["n_published"] = int(len(pub))

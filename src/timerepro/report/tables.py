@@ -43,11 +43,14 @@ def comparison(published: pd.DataFrame, reproduced: pd.DataFrame) -> pd.DataFram
     # an aggregator's placeholder: a reproduced row without a mean whose note starts with NOT_YET
     notes = reproduced["note"].astype(str) if "note" in reproduced.columns else pd.Series("", index=reproduced.index)
     rep = reproduced.assign(source=REPRODUCED, placeholder=reproduced["mean"].isna() & notes.str.startswith(NOT_YET))
+    if "mark" not in rep.columns:  # a flag appended to a reproduced cell (e.g. report/suspects.py), never to a published one
+        rep = rep.assign(mark="")
     cols = KEY + ["mean", "std", "source", "placeholder"]
-    both = pd.concat([pub[cols], rep[cols]], ignore_index=True)
+    both = pd.concat([pub[cols].assign(mark=""), rep[cols + ["mark"]]], ignore_index=True)
     if both.empty:
         return pd.DataFrame()
-    both["cell"] = [NOT_YET if ph else _fmt(m, s) for m, s, ph in zip(both["mean"], both["std"], both["placeholder"])]
+    both["cell"] = [NOT_YET if ph else _fmt(m, s) + (mk if isinstance(mk, str) else "")
+                    for m, s, ph, mk in zip(both["mean"], both["std"], both["placeholder"], both["mark"])]
     # the metric joins the row label only where one (row, column) cell carries several metrics
     several = both.groupby(["row_group", "row", "column"])["metric"].nunique().max() > 1
     index = ["row_group", "row", "metric"] if several else ["row_group", "row"]
@@ -89,7 +92,7 @@ def to_markdown(table: pd.DataFrame) -> str:
 def to_latex(table: pd.DataFrame, caption: str) -> str:
     if table.empty:
         return f"% {caption}: no numbers\n"
-    esc = lambda s: str(s).replace("_", r"\_").replace("%", r"\%").replace("#", r"\#").replace("±", r"$\pm$").replace("&", r"\&")
+    esc = lambda s: str(s).replace("_", r"\_").replace("%", r"\%").replace("#", r"\#").replace("±", r"$\pm$").replace("&", r"\&").replace("†", r"\textdagger{}")
     ncol = len(table.columns)
     lines = [r"\begin{table}[t]", r"\centering", rf"\caption{{{esc(caption)}}}", r"\resizebox{\linewidth}{!}{%",
              r"\begin{tabular}{l" + "r" * ncol + "}", r"\toprule",
