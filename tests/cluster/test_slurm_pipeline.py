@@ -7,6 +7,7 @@ the one the local profile produces.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -23,6 +24,8 @@ from .conftest import PROFILES, REPO, by_rule, is_final, run_id
 pytestmark = [pytest.mark.slurm, pytest.mark.pipeline]
 
 AGGREGATE = Path("aggregated") / "linear_time.csv"
+# a guard against hangs, not a speed target: the whole smoke DAG (168 runs) on 2 shared cores
+TIMEOUT = int(os.environ.get("TIMEREPRO_PIPELINE_TIMEOUT", "2400"))
 
 
 def submitted_jobs(output: str) -> dict[str, dict[str, int | str]]:
@@ -60,7 +63,7 @@ def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_clus
     local_log = tmp_path / "local.log"
     with open(local_log, "w") as sink:
         local = subprocess.Popen(
-            ["timeout", "-s", "KILL", "900", sys.executable, "-m", "snakemake",
+            ["timeout", "-s", "KILL", str(TIMEOUT), sys.executable, "-m", "snakemake",
              "--profile", str(PROFILES / "local"), str(local_results / AGGREGATE),
              "--config", "scale=smoke", f"results={local_results}"],
             cwd=reference, env={**slurm_cluster.env, **copy_env(reference)}, stdout=sink,
@@ -69,8 +72,8 @@ def test_smoke_pipeline_runs_training_as_slurm_jobs_and_matches_local(slurm_clus
             results = scratch / "results"
             # `--profile slurm`, a plain word, from the repository root: the design card's command
             proc = slurm_cluster.snakemake(scratch, "--config", "scale=smoke", f"results={results}",
-                                           profile="slurm", timeout=900, env=copy_env(scratch))
-            local.wait(timeout=960)
+                                           profile="slurm", timeout=TIMEOUT, env=copy_env(scratch))
+            local.wait(timeout=TIMEOUT + 60)
         finally:
             if local.poll() is None:
                 local.terminate()
