@@ -71,12 +71,12 @@ class Cluster:
             time.sleep(0.5)
 
     def snakemake_cmd(self, *args: str, profile: str | os.PathLike = PROFILES / "slurm",
-                      timeout: float = 300) -> list[str]:
+                      timeout: float = 900) -> list[str]:
         return ["timeout", "-s", "KILL", str(int(timeout)), sys.executable, "-m", "snakemake",
                 "--profile", str(profile), *FAST_POLLING, *args]
 
     def snakemake(self, workdir: Path, *args: str, profile: str | os.PathLike = PROFILES / "slurm",
-                  timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+                  timeout: float = 900, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         """Run snakemake in workdir through a shipped profile; stdout+stderr in .stdout."""
         return subprocess.run(self.snakemake_cmd(*args, profile=profile, timeout=timeout),
                               cwd=workdir, env={**self.env, **(env or {})}, stdout=subprocess.PIPE,

@@ -32,10 +32,10 @@ def test_stale_dvc_yaml_is_detected(tmp_path):
 
 
 def _results(path: Path) -> dict:
-    """metrics.json without the measured costs (wall times, memory), which differ between any two runs."""
+    """metrics.json without the measured costs (times in seconds: `*_s`, memory), which differ between any two runs."""
     metrics = json.loads(path.read_text())
     return {k: v for k, v in metrics.items()
-            if not (k.endswith("_time_s") or k.startswith("peak_") or k.endswith("_mb") or k.endswith("_seconds"))}
+            if not (k.endswith("_s") or k.startswith("peak_") or k.endswith("_mb") or k.endswith("_seconds"))}
 
 
 def _git(clone: Path, *args) -> None:

@@ -79,7 +79,7 @@ def edit_method(path: Path, cls: str, method: str) -> None:
 def test_editing_a_models_forward_makes_only_its_jobs_due(copies):
     repo, results = copies
     assert dry_run(repo, results).get("train", 0) == 0  # the copy is complete
-    edit_method(repo / "src" / "timerepro" / "models" / "graph" / "tgat.py", "TGAT", "_embed")
+    edit_method(repo / "src" / "timerepro" / "models" / "graph" / "tgat.py", "TGAT", "pair_embeddings")
     expected = [j for j in registry.load().jobs("smoke") if any(r.config.get("model") == "tgat" for r in j.runs)]
     assert expected and dry_run(repo, results)["train"] == len(expected)
 
