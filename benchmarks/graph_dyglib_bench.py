@@ -15,6 +15,8 @@ torch thread count, on the same graph and the same batches:
   implementations); a training step is DyGLib's (positive and negative scores, BCE, backward, Adam
   step), an evaluation step scores the same without gradients; one untimed warm-up step of each.
   Edges per second count positive edges, as DyGLib's epoch times do. The ratio is project / DyGLib;
+* floor (DyGFormer): the time of its matrix products alone at DyGLib's shapes, float32 and bfloat16,
+  and what it bounds (`measure_floor`);
 * AP (unless --quick or --no-ap): one training epoch on the first 70% of the edges, then the test
   AP (DyGLib's mean of per-batch AP) on the last 15%, each edge against one random negative (same
   draws), for both implementations from the SAME initial weights (DyGLib's initialisation with
@@ -368,6 +370,39 @@ def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str) ->
     return {"test_ap": metrics["average_precision"], "epoch_s": train_s, "eval_s": eval_s}
 
 
+def measure_floor(name: str, threads: int, repeats: int = 5) -> dict:
+    """DyGFormer: seconds of the matrix products alone of one training step at DyGLib's shapes (the positive
+    and the negative pairs, each 200 x 64 tokens of width 4 d_ch through every layer: QKV, output, FFN in
+    and out; forward and backward), in float32 and bfloat16. Every token goes through every layer and the
+    output averages all of them, so no exact change removes these products: DyGLib's step time over the
+    float32 figure bounds what an exact float32 implementation can gain."""
+    import torch
+
+    assert name == "dygformer", "the floor is stated for DyGFormer only"
+    torch.set_num_threads(threads)
+    cfg = CONFIG[name]
+    d, rows = 4 * cfg["channel_dim"], BATCH * 2 * cfg["max_input_sequence_length"] // cfg["patch_size"]
+    shapes = [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)]  # (out, in) of QKV, output, FFN in, FFN out
+    weights = [torch.randn(*s, requires_grad=True) for s in shapes]
+
+    def step(dtype) -> None:
+        for _ in range(2):  # positive pairs, negative pairs
+            x = torch.randn(rows, d, dtype=dtype, requires_grad=True)
+            for _ in range(cfg["num_layers"]):
+                qkv = x @ weights[0].to(dtype).t()
+                x = ((qkv[:, :d] @ weights[1].to(dtype).t()) @ weights[2].to(dtype).t()) @ weights[3].to(dtype).t()
+            x.sum().backward()
+
+    out = {}
+    for dtype, key in ((torch.float32, "float32_s"), (torch.bfloat16, "bfloat16_s")):
+        step(dtype)
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            step(dtype)
+        out[key] = (time.perf_counter() - t0) / repeats
+    return out
+
+
 # ------------------------------------------------------------------ the parent
 
 def child(args, impl: str, name: str, mode: str, weights: str | None = None) -> dict:
@@ -408,6 +443,8 @@ def main(argv=None) -> None:
         impl, name, mode = args.one
         if mode == "speed":
             result = measure_speed(impl, name, args.dyglib, args.batches, args.threads)
+        elif mode == "floor":
+            result = measure_floor(name, args.threads)
         else:
             result = measure_ap(impl, name, args.dyglib, args.threads, args.weights)
         print(json.dumps(result))
@@ -427,7 +464,7 @@ def main(argv=None) -> None:
           f"{args.repeats} repeat(s); DyGLib at {args.dyglib}")
     print(f"{'model':<10}{'impl':<14}{'train e/s':>10}{'eval e/s':>10}{'train s/b':>10}{'eval s/b':>10}"
           f"{'peak MB':>9}{'params':>9}")
-    summary = []
+    summary, dyglib_train_rates = [], {}
     for name in args.models:
         runs = {impl: [] for impl in impls}
         for r in range(args.repeats):
@@ -437,6 +474,7 @@ def main(argv=None) -> None:
                 print(f"{name:<10}{impl:<14}{res['train_edges_per_s']:>10.1f}{res['eval_edges_per_s']:>10.1f}"
                       f"{res['train_s_per_batch']:>10.3f}{res['eval_s_per_batch']:>10.3f}{res['peak_rss_mb']:>9.0f}"
                       f"{res['n_parameters']:>9}", flush=True)
+        dyglib_train_rates[name] = [d["train_edges_per_s"] for d in runs["dyglib"]]
         for impl in ours:
             ratio = {key: [p[key] / d[key] for p, d in zip(runs[impl], runs["dyglib"])]
                      for key in ("train_edges_per_s", "eval_edges_per_s", "peak_rss_mb")}
@@ -446,6 +484,14 @@ def main(argv=None) -> None:
     for name, impl, ratio in summary:
         print(f"{name:<10}{impl:<14}{spread(ratio['train_edges_per_s']):>20}{spread(ratio['eval_edges_per_s']):>20}"
               f"{spread(ratio['peak_rss_mb']):>20}")
+    if "dygformer" in args.models:
+        floor = child(args, "project", "dygformer", "floor")
+        dyglib_step = np.median([1.0 / r for r in dyglib_train_rates["dygformer"]]) * BATCH
+        print(f"\nDyGFormer's matrix products alone (one training step at DyGLib's shapes, forward and backward): "
+              f"{floor['float32_s']:.3f} s in float32, {floor['bfloat16_s']:.3f} s in bfloat16 against DyGLib's "
+              f"{dyglib_step:.3f} s step: an exact float32 implementation trains at most "
+              f"{dyglib_step / floor['float32_s']:.2f}x DyGLib's speed; bfloat16 products allow "
+              f"{dyglib_step / floor['bfloat16_s']:.2f}x")
     if args.no_ap:
         return
     print("\none epoch on the first 70% of the edges from the same initial weights and seed; test AP (mean of "

@@ -29,10 +29,10 @@ def test_synthetic_batch_gives_every_query_node_a_full_history():
 
 
 def test_measure_reports_a_step_and_saved_activations_that_grow_as_stated():
-    got = {(m, L): sequence_cost.measure(config(m, L)) for m in SMALL for L in (32, 128)}
+    got = {(m, L): sequence_cost.measure(config(m, L)) for m in SMALL for L in (64, 256)}
     for m in got.values():
         assert m["time_per_step_s"] > 0 and m["saved_activation_mb"] > 0 and m["device"] == "cpu"
-    growth = {m: got[(m, 128)]["saved_activation_mb"] / got[(m, 32)]["saved_activation_mb"] for m in SMALL}
+    growth = {m: got[(m, 256)]["saved_activation_mb"] / got[(m, 64)]["saved_activation_mb"] for m in SMALL}
     # 4x L: DyG-Mamba linear (ratio <= 4), DyGFormer's attention maps over the joint sequence grow with L^2
     assert growth["dyg_mamba"] < 4.5 and growth["dygformer"] > 1.25 * growth["dyg_mamba"]
 

@@ -27,6 +27,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from timerepro.data.ctdg import CTDGData, LinkSplit
 from timerepro.encoders import standardization_stats
 from timerepro.graphs.neighbors import TRAIN_NEIGHBOR_SEED, TemporalNeighbors
+from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import TemporalBackbone, to_device
 from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
@@ -113,9 +114,9 @@ class WalkTransformer(nn.Module):
     def __init__(self, dim: int, num_heads: int, dropout: float):
         super().__init__()
         self.attention = nn.MultiheadAttention(dim, num_heads, dropout=dropout, batch_first=True)
-        self.ffn = nn.Sequential(nn.Linear(dim, 4 * dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(4 * dim, dim))
+        self.ffn = nn.Sequential(nn.Linear(dim, 4 * dim), nn.ReLU(), Dropout(dropout), nn.Linear(4 * dim, dim))
         self.norm0, self.norm1 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, M, d) -> (B, M, d)."""

@@ -44,6 +44,7 @@ from torch import nn
 from timerepro.encoders import TimeSpanControl, make_encoder, time_spans
 from timerepro.graphs.cooccurrence import cooccurrence_counts
 from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.dropout import Dropout
 from timerepro.models.graph.dygformer import CooccurrenceEncoder
 from timerepro.models.graph.selective_scan import BACKENDS, ZOH, causal_conv1d, selective_scan
 
@@ -112,7 +113,7 @@ class MambaBlock(nn.Module):
         self.norm = nn.LayerNorm(width)
         self.in_x, self.in_z = nn.Linear(width, inner), nn.Linear(width, inner)
         self.out = nn.Linear(inner, width)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.directions = nn.ModuleList(_Direction(width, inner, d_state, conv_kernel, self)
                                         for _ in range(2 if bidirectional else 1))
 
@@ -179,7 +180,7 @@ class LinearCrossAttention(nn.Module):
         super().__init__()
         self.q, self.k, self.v = nn.Linear(width, width), nn.Linear(width, width), nn.Linear(width, width)
         self.proj, self.norm = nn.Linear(width, width), nn.LayerNorm(width)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, z_q: torch.Tensor, z_kv: torch.Tensor, mask_kv: torch.Tensor) -> torch.Tensor:
         """z_q (B, Lq, w), z_kv (B, Lk, w), mask_kv (B, Lk) -> (B, Lq, w)."""

@@ -29,6 +29,8 @@ from torch import nn
 from timerepro.data.ctdg import CTDGData, LinkSplit
 from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences, patch
 from timerepro.graphs.neighbors import History, TemporalNeighbors
+from timerepro.models import dropout as dropout_module
+from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import TemporalBackbone, to_device
 from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
@@ -132,6 +134,24 @@ class CooccurrenceEncoder(nn.Module):
         return self.encode(values.unsqueeze(-1))[counts.long()].sum(dim=2)
 
 
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, causal: bool,
+           p: float, training: bool) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d_h) + bias) v, (B, H, L, d_h) each, with dropout p on the attention weights in
+    training: `scaled_dot_product_attention`, except that a CPU training step with dropout spells out its
+    math path (the same operations) so that the weights' mask comes from `models.dropout`."""
+    if not (training and p > 0.0 and q.device.type == "cpu" and dropout_module.ENABLED):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p if training else 0.0,
+                                              is_causal=causal)
+    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, H, L, L)
+    if causal:  # -inf where the key comes after the query
+        length = q.shape[-2]
+        scores = scores.masked_fill(torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1),
+                                    float("-inf"))
+    if bias is not None:
+        scores = scores + bias
+    return dropout_module.dropout(scores.softmax(dim=-1), p, True) @ v
+
+
 class TransformerLayer(nn.Module):
     """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d).
 
@@ -148,7 +168,7 @@ class TransformerLayer(nn.Module):
         self.norm_ffn = nn.LayerNorm(dim)
         self.ffn_in = nn.Linear(dim, 4 * dim)
         self.ffn_out = nn.Linear(4 * dim, dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.fused = fused
 
     def _fused_attention(self, h: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -158,8 +178,7 @@ class TransformerLayer(nn.Module):
         # (B, L, d) -> (B, L, 3d) -> (B, L, 3, H, d_h) -> 3 x (B, H, L, d_h), views of one projection
         q, k, v = F.linear(h, att.in_proj_weight, att.in_proj_bias).view(
             batch, length, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=att.dropout if self.training else 0.0,
-                                             is_causal=causal)  # (B, H, L, d_h)
+        out = attend(q, k, v, None, causal, att.dropout, self.training)  # (B, H, L, d_h)
         # heads concatenated: (B, H, L, d_h) -> (B, L, d) -> output projection
         return F.linear(out.transpose(1, 2).reshape(batch, length, dim), att.out_proj.weight, att.out_proj.bias)
 
@@ -175,7 +194,7 @@ class TransformerLayer(nn.Module):
         bias = pack.key_bias.to(q.dtype)[:, None, None, :]  # (B, 1, 1, W)
         if causal:  # (W, W): -inf where the key comes after the query
             bias = bias + torch.full((width, width), float("-inf"), device=x.device, dtype=q.dtype).triu(1)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=att.dropout if self.training else 0.0)
+        out = attend(q, k, v, bias, False, att.dropout, self.training)
         # (B, H, W, d_h) -> (B * W, d) -> the kept tokens (T, d) -> output projection
         out = out.transpose(1, 2).reshape(batch * width, dim)[pack.dense]
         x = x + self.dropout(F.linear(out, att.out_proj.weight, att.out_proj.bias))

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from timerepro.encoders import make_encoder
+from timerepro.models.dropout import Dropout
 from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.tcl import SAMPLING, SampledHistory
 
@@ -30,8 +31,8 @@ class FeedForward(nn.Module):
     def __init__(self, dim: int, expansion: float, dropout: float):
         super().__init__()
         hidden = int(expansion * dim)
-        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, dim),
-                                 nn.Dropout(dropout))
+        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), Dropout(dropout), nn.Linear(hidden, dim),
+                                 Dropout(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)

@@ -19,6 +19,7 @@ from torch import nn
 from timerepro.data.ctdg import CTDGData, LinkSplit
 from timerepro.encoders import standardization_stats
 from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import TemporalBackbone
 from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.message_memory import MessageMemory
@@ -38,7 +39,7 @@ class JODIE(MessageMemory, TemporalBackbone):
         # DyGLib's creation order (time encoder, memory updater, embedding module): a seed's weights as there
         self._build_memory(self.node_dim, memory_updater)  # DyGLib: memory as wide as the node features
         self.projection = nn.Linear(1, self.memory_dim)  # w of (1 + w dt)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         src_mean, src_std, dst_mean, dst_std = (float(x) for x in shift_stats)
         self.shift_stats = (src_mean, src_std, dst_mean, dst_std)
         self._register_memory()

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from timerepro.graphs.neighbors import Neighborhood
+from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import DETERMINISTIC, TemporalBackbone, to_device
 from timerepro.models.graph.layers import MergeLayer
 
@@ -66,7 +67,7 @@ class TemporalAttention(nn.Module):
         self.w_v = nn.Linear(kv_dim, self.query_dim, bias=False)
         self.w_o = nn.Linear(self.query_dim, self.query_dim)
         self.norm = nn.LayerNorm(self.query_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, h_self: torch.Tensor, phi_self: torch.Tensor, h_nbr: torch.Tensor | None,
                 e_nbr: torch.Tensor | None, phi_nbr: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

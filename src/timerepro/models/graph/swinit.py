@@ -38,6 +38,7 @@ from torch import nn
 
 from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.dropout import Dropout
 from timerepro.models.graph.memory import BufferedState
 from timerepro.models.graph.framelet import Framelet, UFGConv, normalized_laplacian
 from timerepro.models.graph.spectral import SpectralFit, fit_projection
@@ -53,7 +54,7 @@ class MemoryMLP(nn.Module):
 
     def __init__(self, message_dim: int, memory_dim: int, dropout: float = 0.0):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(message_dim + memory_dim, memory_dim), nn.GELU(), nn.Dropout(dropout),
+        self.net = nn.Sequential(nn.Linear(message_dim + memory_dim, memory_dim), nn.GELU(), Dropout(dropout),
                                  nn.Linear(memory_dim, memory_dim), nn.GELU(), nn.LayerNorm(memory_dim))
 
     def forward(self, message: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:

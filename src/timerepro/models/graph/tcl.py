@@ -22,6 +22,7 @@ from torch import nn
 
 from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import Neighborhood, TemporalNeighbors
+from timerepro.models.dropout import Dropout
 from timerepro.models.graph.defaults import with_dataset_defaults
 
 SAMPLING = ("recent", "uniform")
@@ -59,7 +60,7 @@ class TransformerBlock(nn.Module):
         self.attention = nn.MultiheadAttention(dim, num_heads, dropout=dropout, batch_first=True)
         self.ffn_in, self.ffn_out = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
         self.norm_attn, self.norm_ffn = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, key_padding: torch.Tensor) -> torch.Tensor:
         """query (B, Lq, d), key = value (B, Lk, d), key_padding (B, Lk) bool True = padding -> (B, Lq, d)."""

@@ -1,0 +1,77 @@
+"""`models.dropout`: the fast CPU mask has nn.Dropout's distribution, scaling and gradient, and is fixed by
+torch's seed; `dygformer.attend` spells out scaled_dot_product_attention's math path."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from timerepro.models import dropout as drop
+from timerepro.models.graph.dygformer import attend
+
+
+def test_the_mask_drops_each_entry_with_probability_p_independently():
+    torch.manual_seed(0)
+    p, n = 0.1, 1 << 21
+    dropped = drop.dropped_mask(torch.Size([n]), p)
+    sigma = math.sqrt(p * (1 - p) / n)
+    assert abs(dropped.float().mean().item() - p) < 5 * sigma
+    # neighbouring entries share a 64-bit draw: their joint drop rate must still be p^2
+    pairs = dropped.view(-1, 2)
+    both = (pairs[:, 0] & pairs[:, 1]).float().mean().item()
+    assert abs(both - p * p) < 5 * math.sqrt(p * p * (1 - p * p) / (n // 2))
+
+
+def test_kept_entries_are_scaled_and_the_gradient_is_masked_the_same_way():
+    torch.manual_seed(1)
+    x = torch.randn(300, 200, requires_grad=True)
+    p = 0.3
+    y = drop.dropout(x, p, True)
+    dropped = y.detach() == 0
+    assert 0.25 < dropped.float().mean().item() < 0.35
+    torch.testing.assert_close(y[~dropped], x.detach()[~dropped] / (1 - p))
+    grad = torch.randn_like(x)
+    y.backward(grad)
+    torch.testing.assert_close(x.grad, torch.where(dropped, 0.0, grad / (1 - p)))
+
+
+def test_torchs_seed_fixes_the_mask_and_another_seed_changes_it():
+    x = torch.ones(256, 256)
+    masks = []
+    for seed in (5, 5, 6):
+        torch.manual_seed(seed)
+        masks.append(drop.dropout(x, 0.5, True) == 0)
+    assert torch.equal(masks[0], masks[1])
+    assert not torch.equal(masks[0], masks[2])
+
+
+@pytest.mark.parametrize("case", ["eval", "small", "disabled"])
+def test_evaluation_small_tensors_and_the_switch_are_torchs_dropout(case, monkeypatch):
+    x = torch.randn(4, 8) if case == "small" else torch.randn(256, 256)
+    if case == "disabled":
+        monkeypatch.setattr(drop, "ENABLED", False)
+    training = case != "eval"
+    torch.manual_seed(3)
+    expected = F.dropout(x, 0.2, training)
+    torch.manual_seed(3)
+    torch.testing.assert_close(drop.Dropout(0.2).train(training)(x), expected)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attend_is_scaled_dot_product_attention_with_the_masks_own_dropout(causal, monkeypatch):
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(64, 2, 16, 8) for _ in range(3))  # (B, H, L, d_h): 32,768 weights, the fast path
+    # with nothing dropped the spelled-out path is the kernel's function, scaled by 1 / (1 - p)
+    monkeypatch.setattr(drop, "dropped_mask", lambda shape, p: torch.zeros(shape, dtype=torch.bool))
+    torch.testing.assert_close(attend(q, k, v, None, causal, 0.1, True),
+                               F.scaled_dot_product_attention(q, k, v, is_causal=causal) / 0.9)
+    monkeypatch.undo()
+    # with a mask, the weights are dropped and rescaled before they meet v
+    torch.manual_seed(7)
+    out = attend(q, k, v, None, causal, 0.1, True)
+    torch.manual_seed(7)
+    dropped = drop.dropped_mask(torch.Size([64, 2, 16, 16]), 0.1)
+    mask = torch.ones(16, 16, dtype=torch.bool).tril() if causal else None
+    weights = F.scaled_dot_product_attention(q, k, torch.eye(16).expand(64, 2, 16, 16), attn_mask=mask)
+    torch.testing.assert_close(out, weights.masked_fill(dropped, 0) / 0.9 @ v)
