@@ -47,14 +47,19 @@ TOL = 1e-5
 
 # ------------------------------------------------------------------ the shared inputs
 
-def make_graph(seed: int = 0, num_nodes: int = 10, num_edges: int = 40) -> dict:
-    """A small temporal graph: integer, strictly increasing times; node 10 first interacts late (cold start
-    for early queries); node and edge features standard normal, row 0 (padding) zero."""
+def make_graph(seed: int = 0, num_nodes: int = 10, num_edges: int = 40, ties: bool = False) -> dict:
+    """A small temporal graph: integer, strictly increasing times (`ties`: non-decreasing, about half of the
+    steps 0 and the first edge at time 0, as padding's); node 10 first interacts late (cold start for early
+    queries); node and edge features standard normal, row 0 (padding) zero."""
     rng = np.random.default_rng(seed)
     src = rng.integers(1, num_nodes, size=num_edges)  # nodes 1..9
     dst = (src + rng.integers(1, num_nodes - 1, size=num_edges) - 1) % (num_nodes - 1) + 1
     src[-4:] = num_nodes  # node 10 appears only in the last edges
     ts = np.cumsum(rng.integers(1, 40, size=num_edges)).astype(np.float64)
+    if ties:
+        steps = rng.integers(1, 40, size=num_edges) * (rng.random(num_edges) < 0.5)
+        steps[0] = 0
+        ts = np.cumsum(steps).astype(np.float64)
     node_feat = rng.standard_normal((num_nodes + 1, NODE_DIM)).astype(np.float32)
     edge_feat = rng.standard_normal((num_edges + 1, EDGE_DIM)).astype(np.float32)
     node_feat[0] = 0.0
@@ -251,23 +256,31 @@ def tgat_cosine_uniform_dyglib():
     return _tgat_dyglib("tgat_cosine_uniform_dyglib", "uniform", seed=0)
 
 
-def _tgat_dglt(name, method, encoder, mean, std, encoder_options=None):
+# Table 6's positional input as the authors' code computes it (use_positional_embedding=True): the project's
+# TGAT / DyGFormer with time_input="position", position_index="distinct_times"
+AUTHORS_POSITION = dict(time_input="position", position_index="distinct_times")
+
+
+def _tgat_dglt(name, method, encoder, mean, std, encoder_options=None, position=False):
     from src.models.modules.tgat import TGAT as RefTGAT
 
     from timerepro.models.graph.tgat import TGAT
 
-    graph = make_graph()
+    graph = make_graph(ties=position)
     queries = make_queries(graph)
     torch.manual_seed(3)
     sampler = dglt_sampler(graph)
     ref = RefTGAT(graph["node_feat"], graph["edge_feat"], sampler, time_feat_dim=TIME_DIM, num_layers=2, num_heads=2,
-                  dropout=0.1, time_encoding_method=method, avg_time_diff=mean, std_time_diff=std)
+                  dropout=0.1, time_encoding_method=method, avg_time_diff=mean, std_time_diff=std,
+                  use_positional_embedding=position)
     perturb(ref, 4)
     ctor = dict(encoder=encoder, time_dim=TIME_DIM, time_mean=mean, time_std=std, num_layers=2, num_heads=2,
-                num_neighbors=3, dropout=0.1, sampling="recent", encoder_options=encoder_options)
+                num_neighbors=3, dropout=0.1, sampling="recent", encoder_options=encoder_options,
+                **(AUTHORS_POSITION if position else {}))
     return _pair_fixture(name, "tgat", ref, lambda: ref.compute_src_dst_node_temporal_embeddings(
         queries["src"], queries["dst"], queries["ts"], num_neighbors=3), TGAT, ctor, TGAT_RULES, TIME_TRANSFORMS,
-        graph, queries, f"dg-linear-time src/models/modules/tgat.py TGAT (time_encoding_method={method!r})")
+        graph, queries, f"dg-linear-time src/models/modules/tgat.py TGAT (time_encoding_method={method!r}"
+                        f"{', use_positional_embedding=True' if position else ''})")
 
 
 @case("tgat_linear_dglt", "dg-linear-time", "tgat")
@@ -288,6 +301,13 @@ def tgat_sine_cosine_dglt():
     sine_cosine encoder in its code variant (scale=False, phase=True)."""
     return _tgat_dglt("tgat_sine_cosine_dglt", "sinecosine", "sine_cosine", 0.0, 1.0,
                       encoder_options={"scale": False, "phase": True})
+
+
+@case("tgat_position_dglt", "dg-linear-time", "tgat")
+def tgat_position_dglt():
+    """The authors' TGAT with the positional input of Table 6 on a graph with tied times: each neighbour's rank
+    among the distinct earlier times (ties share one), padding one past the oldest."""
+    return _tgat_dglt("tgat_position_dglt", "sinusoidal", "cosine", 0.0, 1.0, position=True)
 
 
 # ---- DyGFormer and its variants
@@ -316,13 +336,14 @@ def dygformer_cosine_dyglib():
         queries, "DyGLib models/DyGFormer.py DyGFormer.compute_src_dst_node_temporal_embeddings")
 
 
-def _dglt_dygformer(name, variant, method, encoder, time_dim, mean=0.0, std=1.0, d_tc=None, encoder_options=None):
+def _dglt_dygformer(name, variant, method, encoder, time_dim, mean=0.0, std=1.0, d_tc=None, encoder_options=None,
+                    position=False):
     from src.models.modules.dygdecoder import DyGDecoder as RefDecoder
     from src.models.modules.dygformer import DyGFormer as RefDyGFormer
 
     from timerepro.models.graph.dygformer import DyGFormer
 
-    graph = make_graph()
+    graph = make_graph(ties=position)
     queries = make_queries(graph)
     torch.manual_seed(7)
     common = dict(node_raw_features=graph["node_feat"], edge_raw_features=graph["edge_feat"],
@@ -334,11 +355,14 @@ def _dglt_dygformer(name, variant, method, encoder, time_dim, mean=0.0, std=1.0,
         source = "dg-linear-time src/models/modules/dygdecoder.py DyGDecoder (embed_method='separate', add_bos=True)"
     else:
         embed = "separate" if variant == "dygformer_separate" else "original"
-        ref = RefDyGFormer(**common, embed_method=embed, time_channel_embedding_dim=d_tc)
-        source = f"dg-linear-time src/models/modules/dygformer.py DyGFormer (embed_method={embed!r})"
+        ref = RefDyGFormer(**common, embed_method=embed, time_channel_embedding_dim=d_tc,
+                           use_positional_embedding=position)
+        source = (f"dg-linear-time src/models/modules/dygformer.py DyGFormer (embed_method={embed!r}"
+                  f"{', use_positional_embedding=True' if position else ''})")
     perturb(ref, 8)
     ctor = dict(variant=variant, encoder=encoder, time_dim=time_dim, time_mean=mean, time_std=std,
-                time_channel_dim=d_tc, encoder_options=encoder_options, **DYGFORMER_SHAPE)
+                time_channel_dim=d_tc, encoder_options=encoder_options, **DYGFORMER_SHAPE,
+                **(AUTHORS_POSITION if position else {}))
     return _pair_fixture(name, "dygformer", ref, lambda: ref.compute_src_dst_node_temporal_embeddings(
         queries["src"], queries["dst"], queries["ts"]), DyGFormer, ctor, DYGFORMER_RULES, DYGFORMER_TRANSFORMS, graph,
         queries, f"{source}, time_encoding_method={method!r}")
@@ -356,6 +380,12 @@ def dygformer_linear_dglt():
 def dygformer_dtc_dglt():
     """The authors' DyGFormer with a narrower temporal channel (Figure 6's d_tc = 2)."""
     return _dglt_dygformer("dygformer_dtc_dglt", "dygformer", "sinusoidal", "cosine", TIME_DIM, d_tc=2)
+
+
+@case("dygformer_position_dglt", "dg-linear-time", "dygformer")
+def dygformer_position_dglt():
+    """The authors' DyGFormer with Table 6's positional input on a graph with tied times (np.unique rank + 1)."""
+    return _dglt_dygformer("dygformer_position_dglt", "dygformer", "sinusoidal", "cosine", TIME_DIM, position=True)
 
 
 @case("dygformer_separate_cosine_dglt", "dg-linear-time", "dygformer")

@@ -20,6 +20,7 @@ CASES = (
     "tgat_sine_cosine_dglt", "dygformer_cosine_dyglib", "dygformer_linear_dglt", "dygformer_dtc_dglt",
     "dygformer_separate_cosine_dglt", "dygdecoder_cosine_dglt", "dygdecoder_linear_dglt", "tgn_cosine_dyglib",
     "cawn_cosine_dyglib", "time_stats_dglt", "hawkes_attention_rnn", "hawkes_attention_nornn",
+    "tgat_position_dglt", "dygformer_position_dglt",
 )
 
 
@@ -89,3 +90,14 @@ def test_sine_cosine_papers_form_differs_from_the_authors_code():
     fx = load(FIXTURES / "tgat_sine_cosine_dglt.npz")
     paper = {**fx, "meta": {**fx["meta"], "ctor": {**fx["meta"]["ctor"], "encoder_options": {"phase": True}}}}
     assert max_abs_diff(project_outputs(paper), fx["out"]) > 1e-3
+
+
+@pytest.mark.parametrize("case", ["tgat_position_dglt", "dygformer_position_dglt"])
+def test_position_fixtures_need_the_authors_index(case):
+    """Table 6: the authors' positional input is the rank among distinct times; on the fixtures' tied times the
+    project's other index (one per event) gives other embeddings, so the fixtures test the option."""
+    fx = load(FIXTURES / f"{case}.npz")
+    assert fx["meta"]["ctor"]["position_index"] == "distinct_times"
+    per_event = copy.deepcopy(fx)
+    per_event["meta"]["ctor"]["position_index"] = "per_event"
+    assert max_abs_diff(project_outputs(per_event), fx["out"]) > 100 * fx["meta"]["tolerance"]

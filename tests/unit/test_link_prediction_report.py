@@ -132,8 +132,8 @@ def test_most_wins_rule_holds_and_fails():
 def test_tgat_dimension_figures_derived_from_runs():
     records = []
     for ds in ("uci", "enron"):
-        records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.80, params=1000, d_T=100))
-        records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=0.85, params=1000, d_T=100))
+        records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.80, params=1000, d_T=100, exp="lp_tgat_dim"))
+        records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=0.85, params=1000, d_T=100, exp="lp_tgat_dim"))
         records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.70, params=600, d_T=2, exp="lp_tgat_dim"))
         records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=0.84 if ds == "uci" else 0.75, params=600,
                             d_T=2, exp="lp_tgat_dim"))
@@ -145,6 +145,28 @@ def test_tgat_dimension_figures_derived_from_runs():
     lin = derived[("Linear", "max_AP_drop_reducing_dT_from_100")]
     assert lin["mean"] == pytest.approx(10.0) and lin["column"] == "Enron"
 
+
+
+def test_fig5_selects_every_d_T_by_validation_alike():
+    """Figure 5 (issue 11 item 6): d_T = 100 is chosen among its own searched dropouts exactly as 50 and 2 are,
+    whatever experiment the runs come from; each cell's note names the choice and how many were compared."""
+    records = []
+    for d_T in (100, 50, 2):
+        for dropout, val, test in ((0.1, 0.60, 0.99), (0.3, 0.90, 0.70), (0.5, 0.80, 0.95)):
+            for seed in range(2):
+                records.append(_rec("tgat", "cosine", "uci", dropout, seed, val=val, test=test - d_T / 1000,
+                                    d_T=d_T, exp="lp_tgat_dim", monitor_negatives="random"))
+    rows = [r for r in dimensions.lp_tgat_dim(records) if r["metric"] == "AP_random_NS_test"]
+    assert sorted(r["row_group"] for r in rows) == ["TGAT d_T=100", "TGAT d_T=2", "TGAT d_T=50"]
+    for r in rows:
+        d_T = int(r["row_group"].split("=")[1])
+        assert r["mean"] == pytest.approx(100 * (0.70 - d_T / 1000))  # dropout 0.3: best validation, not best test
+        assert r["n_runs"] == 2 and {x["config"]["dropout"] for x in r["_records"]} == {0.3}
+        assert r["note"] == "selected on validation AP: dropout=0.3 (of 3 configurations)"
+    # an offline-style cut (one dropout) says so in the note
+    one = [r for r in records if r["config"]["dropout"] == 0.1]
+    notes = {r["note"] for r in dimensions.lp_tgat_dim(one) if r["metric"] == "AP_random_NS_test"}
+    assert notes == {"selected on validation AP: dropout=0.1 (of 1 configuration)"}
 
 def test_attention_map_cells_average_the_recorded_scores(tmp_path):
     d = tmp_path / "run"
@@ -281,8 +303,8 @@ def test_dimension_rules_c14_c15_on_aggregated_runs():
     def fig5(enron_linear_dt2):
         records = []
         for ds in ("uci", "enron", "reddit"):
-            records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.80, params=1000))
-            records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=0.85, params=1000))
+            records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.80, params=1000, d_T=100, exp="lp_tgat_dim"))
+            records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=0.85, params=1000, d_T=100, exp="lp_tgat_dim"))
             records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.70, params=600, d_T=2, exp="lp_tgat_dim"))
             lin2 = {"uci": 0.84, "enron": enron_linear_dt2, "reddit": 0.79}[ds]
             records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=lin2, params=600, d_T=2, exp="lp_tgat_dim"))

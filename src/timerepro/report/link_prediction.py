@@ -24,7 +24,8 @@ SEARCHED = ("dropout", "d_ch")  # the hyperparameters the paper searches (sectio
 WINS_COLUMN, WINS_METRIC = "# Wins", "n_dataset_wins"
 
 
-def _hp(config: dict) -> tuple:
+def searched_values(config: dict) -> tuple:
+    """The searched hyperparameters of a run (`SEARCHED`) as ((name, value), ...): what selection compares."""
     return tuple((k, config.get(k)) for k in SEARCHED)
 
 
@@ -60,7 +61,7 @@ def select_by_validation(records: list[dict], sampler: str) -> dict[tuple, list[
     cells: dict[tuple, dict[tuple, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in monitored_on(records, sampler):
         c = r["config"]
-        cells[(c["model"], c["encoder"], c["dataset"])][_hp(c)].append(r)
+        cells[(c["model"], c["encoder"], c["dataset"])][searched_values(c)].append(r)
     chosen = {}
     for cell, by_hp in cells.items():
         best = max(sorted(by_hp), key=lambda hp: np.mean([ap(r, "val", sampler) for r in by_hp[hp]]))
@@ -94,7 +95,7 @@ def ap_table(records: list[dict], sampler: str, metric: str, *, paper: str | Non
         rows.append({"row_group": MODEL_LABELS[model], "row": labels[encoder],
                      "column": dataset_label(dataset, _paper(paper, rs)), "metric": metric,
                      "mean": float(values.mean()), "std": float(values.std()), "n_runs": len(rs), "_records": rs,
-                     "note": "selected: " + ", ".join(f"{k}={v}" for k, v in _hp(rs[0]["config"]) if v is not None) + cut})
+                     "note": "selected: " + ", ".join(f"{k}={v}" for k, v in searched_values(rs[0]["config"]) if v is not None) + cut})
         by_model_dataset[(model, dataset)][encoder] = float(values.mean())
     wins: dict[tuple, int] = defaultdict(int)
     seen: dict[tuple, list[dict]] = defaultdict(list)

@@ -33,6 +33,7 @@ from timerepro.models import dropout as dropout_module
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import TemporalBackbone, to_device
 from timerepro.models.graph.defaults import with_dataset_defaults
+from timerepro.models.graph.position_index import check_position_index, distinct_time_index
 from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
 
 VARIANTS = ("dygformer", "dygformer_separate", "dygdecoder")
@@ -77,6 +78,16 @@ def recency_index(seq: History, node_last: bool) -> np.ndarray:
     return np.where(seq.neighbor_ids != 0, index, 0).astype(np.float64)
 
 
+def position_input(seq: History, times: np.ndarray, node_last: bool, position_index: str) -> np.ndarray:
+    """(B, L) Table 6's input of the encoder: `per_event` (`recency_index`), or `distinct_times`, the rank of each
+    history entry's time among the DISTINCT kept history times (latest 1, ties share an index; the node itself and
+    padding 0), as the authors' DyGFormer (dg-linear-time modules/dygformer.py pad_sequences :632-650)."""
+    if position_index == "per_event":
+        return recency_index(seq, node_last)
+    # the node itself sits at the query's time, so it is not an earlier time and gets 0
+    return distinct_time_index(seq.times, times, seq.neighbor_ids != 0).astype(np.float64)
+
+
 def recency_index_stats(neighbors: TemporalNeighbors, nodes, times, max_len: int) -> tuple[float, float]:
     """Mean and population std of the recency indices 1..n (n = kept history, at most `max_len`) of
     the queries: the positional input's counterpart of the time-difference statistics. (0, 1)
@@ -110,7 +121,8 @@ def dygformer_hparams(config: dict) -> dict:
                 max_input_sequence_length=int(pick("max_input_sequence_length", 32)),
                 num_layers=int(pick("num_layers", 2)), num_heads=int(pick("num_heads", 2)),
                 dropout=float(pick("dropout", 0.1)), time_input=pick("time_input", "time"),
-                encoder_options=config.get("encoder_options"))
+                # Table 6's index; absent key = per_event, the code default, so that no other run id changes
+                position_index=config.get("position_index", "per_event"), encoder_options=config.get("encoder_options"))
 
 
 # ------------------------------------------------------------------ layers
@@ -296,7 +308,7 @@ class DyGFormer(TemporalBackbone):
                  channel_dim: int = 50, time_channel_dim: int | None = None, patch_size: int = 1,
                  max_input_sequence_length: int = 32, num_layers: int = 2, num_heads: int = 2,
                  dropout: float = 0.1, time_input: str = "time", fused_attention: bool = True,
-                 encoder_options: dict | None = None):
+                 encoder_options: dict | None = None, position_index: str = "per_event"):
         if variant not in VARIANTS:
             raise ValueError(f"unknown DyGFormer variant {variant!r}; known: {VARIANTS}")
         if time_input not in TIME_INPUTS:
@@ -307,6 +319,7 @@ class DyGFormer(TemporalBackbone):
                          time_std=time_std, encoder_options=encoder_options)
         self.variant = variant
         self.time_input = time_input
+        self.position_index = check_position_index(position_index)  # which index (models/graph/position_index.py)
         self.channel_dim = channel_dim
         self.time_channel_dim = channel_dim if time_channel_dim is None else int(time_channel_dim)
         self.patch_size = patch_size
@@ -344,7 +357,7 @@ class DyGFormer(TemporalBackbone):
             # t - t_k in float64, then float32 for the encoder (DyGLib casts at the same place): (B, L)
             dt = (times[:, None] - seq.times.astype(np.float64)).astype(np.float32)
         else:
-            dt = recency_index(seq, node_last=self.causal).astype(np.float32)
+            dt = position_input(seq, times, self.causal, self.position_index).astype(np.float32)
         max_count = int(counts.max(initial=0))
         ids, eids, dt, counts = to_device(self.device, seq.neighbor_ids, seq.edge_ids, dt, counts)  # one copy per dtype
         p = self.patch_size
@@ -464,6 +477,8 @@ def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalN
     hp = dygformer_hparams(config)
     k = hp["max_input_sequence_length"] - 1
     if hp["time_input"] == "position":
+        # the per_event indices' statistics (distinct_times has fewer indices where times tie): only the
+        # standardizing encoders read them, and Table 6 runs the sinusoidal one
         src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
         mean, std = recency_index_stats(train_graph, np.concatenate([src, dst]), np.concatenate([ts, ts]), k)
     else:

@@ -39,6 +39,7 @@ from timerepro.graphs.neighbors import Neighborhood
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import DETERMINISTIC, TemporalBackbone, to_device
 from timerepro.models.graph.layers import MergeLayer
+from timerepro.models.graph.position_index import check_position_index, distinct_time_index
 
 MASK_VALUE = -1e10  # DyGLib/TGAT: finite, so a row with no valid neighbour still has a softmax
 TIME_INPUTS = ("time", "position")
@@ -132,14 +133,15 @@ class NeighborAttentionBackbone(TemporalBackbone):
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, encoder: str = "cosine", time_dim: int = 100,
                  time_mean: float = 0.0, time_std: float = 1.0, num_layers: int = 2, num_heads: int = 2,
                  num_neighbors: int = 20, dropout: float = 0.1, sampling: str = "recent", time_input: str = "time",
-                 encoder_options: dict | None = None):
+                 encoder_options: dict | None = None, position_index: str = "per_event"):
         super().__init__(node_feat, edge_feat, encoder=encoder, time_dim=time_dim, time_mean=time_mean,
                          time_std=time_std, sampling=sampling, encoder_options=encoder_options)
         if time_input not in TIME_INPUTS:
             raise ValueError(f"time_input must be 'time' or 'position', got {time_input!r}")
         if num_layers < 1 or num_neighbors < 1:
             raise ValueError("num_layers and num_neighbors must be >= 1")
-        self.time_input = time_input  # 'position': encode neighbours' recency indices 1..k instead of t - t_k
+        self.time_input = time_input  # 'position': encode neighbours' recency indices instead of t - t_k
+        self.position_index = check_position_index(position_index)  # which index (models/graph/position_index.py)
         self.num_layers, self.num_neighbors = num_layers, num_neighbors
         self._build_layers(num_heads, dropout)
 
@@ -175,8 +177,12 @@ class NeighborAttentionBackbone(TemporalBackbone):
 
     def _time_input(self, times: np.ndarray, hood_times: np.ndarray) -> np.ndarray:
         """(Q,) query times, (Q, k) neighbour times -> the encoder's input: t - t_k in float64, then
-        float32 (DyGLib casts at the same place), or the recency indices 1..k (Table 6)."""
+        float32 (DyGLib casts at the same place), or recency indices (Table 6): `per_event` 1..k, one per
+        neighbour; `distinct_times` the rank among the row's distinct times, padding (time 0) counted as one
+        more time, so it sits one index past the oldest neighbour (the authors' TGAT)."""
         if self.time_input == "position":
+            if self.position_index == "distinct_times":
+                return distinct_time_index(hood_times, times, np.ones(hood_times.shape, dtype=bool)).astype(np.float32)
             return recency_ranks(hood_times).astype(np.float32)
         return (times[:, None] - hood_times.astype(np.float64)).astype(np.float32)
 

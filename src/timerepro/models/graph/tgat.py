@@ -51,10 +51,11 @@ class TGAT(NeighborAttentionBackbone):
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, encoder: str = "cosine", time_dim: int = 100,
                  time_mean: float = 0.0, time_std: float = 1.0, num_layers: int = 2, num_heads: int = 2,
                  num_neighbors: int = 20, dropout: float = 0.1, sampling: str = "recent", time_input: str = "time",
-                 encoder_options: dict | None = None):
+                 encoder_options: dict | None = None, position_index: str = "per_event"):
         super().__init__(node_feat, edge_feat, encoder=encoder, time_dim=time_dim, time_mean=time_mean,
                          time_std=time_std, num_layers=num_layers, num_heads=num_heads, num_neighbors=num_neighbors,
-                         dropout=dropout, sampling=sampling, time_input=time_input, encoder_options=encoder_options)
+                         dropout=dropout, sampling=sampling, time_input=time_input, encoder_options=encoder_options,
+                         position_index=position_index)
         self.base_is_zero = self.node_feat_zero
 
     def _base(self, nodes: np.ndarray, ids: torch.Tensor) -> torch.Tensor:
@@ -76,7 +77,9 @@ def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalN
     k = int(config["num_neighbors"])
     time_input = config.get("time_input", "time")  # only Table 6's position runs set it (not a TGAT default: run ids)
     if time_input == "position":
-        ranks = np.arange(1, k + 1, dtype=np.float64)  # every full neighbourhood holds indices 1..k once
+        # every full neighbourhood holds indices 1..k once (per_event; with tied times, distinct_times has fewer):
+        # only the standardizing encoders read these, and Table 6 runs the sinusoidal one
+        ranks = np.arange(1, k + 1, dtype=np.float64)
         mean, std = float(ranks.mean()), float(ranks.std())
     else:
         mean, std = train_time_stats(data, split, train_graph, k, *time_diff_statistic(config))
@@ -84,4 +87,6 @@ def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalN
                 time_mean=mean, time_std=std, num_layers=int(config["num_layers"]),
                 num_heads=int(config["num_heads"]), num_neighbors=k, dropout=float(config["dropout"]),
                 sampling=config["neighbor_sampling"], time_input=time_input,
-                encoder_options=config.get("encoder_options"))
+                encoder_options=config.get("encoder_options"),
+                # Table 6's index; absent key = per_event, the code default, so that no other run id changes
+                position_index=config.get("position_index", "per_event"))
