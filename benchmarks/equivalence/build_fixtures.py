@@ -47,15 +47,15 @@ TOL = 1e-5
 
 # ------------------------------------------------------------------ the shared inputs
 
-def make_graph(seed: int = 0, num_nodes: int = 10, num_edges: int = 40, ties: bool = False) -> dict:
-    """A small temporal graph: integer, strictly increasing times (`ties`: non-decreasing, about half of the
-    steps 0 and the first edge at time 0, as padding's); node 10 first interacts late (cold start for early
+def make_graph(seed: int = 0, num_nodes: int = 10, num_edges: int = 40, ties: bool = False, max_step: int = 40) -> dict:
+    """A small temporal graph: integer, strictly increasing times, steps below `max_step` (`ties`: non-decreasing,
+    about half of the steps 0 and the first edge at time 0, as padding's); node 10 first interacts late (cold start for early
     queries); node and edge features standard normal, row 0 (padding) zero."""
     rng = np.random.default_rng(seed)
     src = rng.integers(1, num_nodes, size=num_edges)  # nodes 1..9
     dst = (src + rng.integers(1, num_nodes - 1, size=num_edges) - 1) % (num_nodes - 1) + 1
     src[-4:] = num_nodes  # node 10 appears only in the last edges
-    ts = np.cumsum(rng.integers(1, 40, size=num_edges)).astype(np.float64)
+    ts = np.cumsum(rng.integers(1, max_step, size=num_edges)).astype(np.float64)
     if ties:
         steps = rng.integers(1, 40, size=num_edges) * (rng.random(num_edges) < 0.5)
         steps[0] = 0
@@ -421,6 +421,36 @@ def _tgn_batches(graph: dict, batch: int = 5, n_batches: int = 4, seed: int = 11
     return out
 
 
+def _dyglib_stream(ref, inputs: dict, state: bool = False) -> dict:
+    """DyGLib's MemoryModel over the stored batches from an empty memory bank, as its training loop drives it:
+    per batch the negatives, then the positives (which update the memory); with `state`, the bank's memory
+    and last-update times after the last batch."""
+    ref.eval()
+    ref.memory_bank.__init_memory_bank__()
+    outputs = {}
+    with torch.no_grad():
+        for b in range(int(inputs["n_batches"])):
+            src, dst, neg, ts, eids = (inputs[f"b{b}_{k}"] for k in ("src", "dst", "neg_dst", "ts", "edge_ids"))
+            outputs[f"b{b}_neg_src"], outputs[f"b{b}_neg_dst"] = (h.numpy() for h in ref.compute_src_dst_node_temporal_embeddings(
+                src, neg, ts, edge_ids=None, edges_are_positive=False, num_neighbors=3))
+            outputs[f"b{b}_pos_src"], outputs[f"b{b}_pos_dst"] = (h.numpy() for h in ref.compute_src_dst_node_temporal_embeddings(
+                src, dst, ts, edge_ids=eids, edges_are_positive=True, num_neighbors=3))
+    if state:
+        outputs["memory"] = ref.memory_bank.node_memories.detach().numpy().copy()
+        outputs["last_update"] = ref.memory_bank.node_last_updated_times.detach().numpy().copy()
+    return outputs
+
+
+def _memory_fixture(name, kind, ref, project_cls, ctor, rules, graph, inputs, outputs, options=None):
+    proj = project_cls(graph["node_feat"], graph["edge_feat"], **ctor)
+    weights = project_state(proj, rename(ref.state_dict(), rules, TIME_TRANSFORMS))
+    reference = (f"DyGLib models/MemoryModel.py MemoryModel(model_name={ref.model_name!r})"
+                 ".compute_src_dst_node_temporal_embeddings")
+    return dict(meta=dict(case=name, kind=kind, reference=reference, ctor=ctor, options=options or {},
+                          tolerance=TOL, documented_difference=None),
+                graph=graph, inputs=inputs, weights=weights, outputs=outputs)
+
+
 @case("tgn_cosine_dyglib", "DyGLib", "tgn")
 def tgn_cosine_dyglib():
     """DyGLib's TGN (MemoryModel, GRU memory, 1 attention layer, 3 recent neighbours) over 4 batches:
@@ -435,23 +465,68 @@ def tgn_cosine_dyglib():
     ref = MemoryModel(graph["node_feat"], graph["edge_feat"], dyglib_sampler(graph), time_feat_dim=TIME_DIM,
                       model_name="TGN", num_layers=1, num_heads=2, dropout=0.1)
     perturb(ref, 10)
-    ref.eval()
-    ref.memory_bank.__init_memory_bank__()
-    outputs = {}
-    with torch.no_grad():
-        for b in range(int(inputs["n_batches"])):
-            src, dst, neg, ts, eids = (inputs[f"b{b}_{k}"] for k in ("src", "dst", "neg_dst", "ts", "edge_ids"))
-            outputs[f"b{b}_neg_src"], outputs[f"b{b}_neg_dst"] = (h.numpy() for h in ref.compute_src_dst_node_temporal_embeddings(
-                src, neg, ts, edge_ids=None, edges_are_positive=False, num_neighbors=3))
-            outputs[f"b{b}_pos_src"], outputs[f"b{b}_pos_dst"] = (h.numpy() for h in ref.compute_src_dst_node_temporal_embeddings(
-                src, dst, ts, edge_ids=eids, edges_are_positive=True, num_neighbors=3))
     ctor = dict(encoder="cosine", time_dim=TIME_DIM, num_layers=1, num_heads=2, num_neighbors=3, dropout=0.1)
-    proj = TGN(graph["node_feat"], graph["edge_feat"], **ctor)
-    weights = project_state(proj, rename(ref.state_dict(), TGN_RULES, TIME_TRANSFORMS))
-    return dict(meta=dict(case="tgn_cosine_dyglib", kind="tgn", reference="DyGLib models/MemoryModel.py "
-                          "MemoryModel(model_name='TGN').compute_src_dst_node_temporal_embeddings", ctor=ctor,
-                          options={}, tolerance=TOL, documented_difference=None),
-                graph=graph, inputs=inputs, weights=weights, outputs=outputs)
+    return _memory_fixture("tgn_cosine_dyglib", "tgn", ref, TGN, ctor, TGN_RULES, graph, inputs,
+                           _dyglib_stream(ref, inputs))
+
+
+# ---- JODIE and DyRep (DyGLib's MemoryModel with an RNN cell)
+
+JODIE_RULES = TIME_ENCODER + [(r"memory_updater\.memory_updater\.(.*)", r"memory_updater.\1"),
+                              (r"embedding_module\.linear_layer\.(weight|bias)", r"projection.\1")]
+MEMORY_TRAIN_EDGES = 28  # the graph's "training" prefix (70%): JODIE's time-shift statistics
+# Steps of 1-5 (times below 200): a memory's first message encodes t - 0, and the encoder's angle w t + b in
+# float32 rounds differently in DyGLib's fused Linear and the project's w * t + b (up to 6e-5 on cos at
+# t ~ 1000, 1e-5 on the embeddings of the 40-step graph); smaller times keep it near 1e-6.
+MEMORY_GRAPH = dict(max_step=6)
+
+
+@case("jodie_dyglib", "DyGLib", "jodie")
+def jodie_dyglib():
+    """DyGLib's JODIE (MemoryModel, RNN memory, time-projection embedding) over 6 batches of 5 edges, with
+    the source/destination time-shift statistics of the first 28 edges (DyGLib's
+    compute_src_dst_node_time_shifts; the project recomputes them with `jodie_shift_stats`); also the
+    memory bank after the stream."""
+    from models.MemoryModel import MemoryModel, compute_src_dst_node_time_shifts
+
+    from timerepro.models.graph.jodie import JODIE
+
+    graph = make_graph(**MEMORY_GRAPH)
+    inputs = _tgn_batches(graph, n_batches=6)
+    cut = MEMORY_TRAIN_EDGES
+    stats = compute_src_dst_node_time_shifts(graph["src"][:cut], graph["dst"][:cut], graph["ts"][:cut])
+    torch.manual_seed(14)
+    ref = MemoryModel(graph["node_feat"], graph["edge_feat"], dyglib_sampler(graph), time_feat_dim=TIME_DIM,
+                      model_name="JODIE", num_layers=1, num_heads=2, dropout=0.1, src_node_mean_time_shift=stats[0],
+                      src_node_std_time_shift=stats[1], dst_node_mean_time_shift_dst=stats[2],
+                      dst_node_std_time_shift=stats[3])
+    perturb(ref, 15)
+    outputs = _dyglib_stream(ref, inputs, state=True)
+    outputs["shift_stats"] = np.array(stats, dtype=np.float64)
+    ctor = dict(encoder="cosine", time_dim=TIME_DIM, memory_updater="rnn", dropout=0.1)
+    return _memory_fixture("jodie_dyglib", "jodie", ref, JODIE, ctor, JODIE_RULES, graph, inputs, outputs,
+                           options={"train_edges": cut})
+
+
+@case("dyrep_dyglib", "DyGLib", "dyrep")
+def dyrep_dyglib():
+    """DyGLib's DyRep (MemoryModel, RNN memory; messages carry the other endpoint's 1-layer graph-attention
+    embedding over 3 recent neighbours; the embedding is the memory) over 6 batches of 5 edges; also the
+    memory bank after the stream."""
+    from models.MemoryModel import MemoryModel
+
+    from timerepro.models.graph.dyrep import DyRep
+
+    graph = make_graph(**MEMORY_GRAPH)
+    inputs = _tgn_batches(graph, n_batches=6)
+    torch.manual_seed(16)
+    ref = MemoryModel(graph["node_feat"], graph["edge_feat"], dyglib_sampler(graph), time_feat_dim=TIME_DIM,
+                      model_name="DyRep", num_layers=1, num_heads=2, dropout=0.1)
+    perturb(ref, 17)
+    ctor = dict(encoder="cosine", time_dim=TIME_DIM, memory_updater="rnn", num_layers=1, num_heads=2,
+                num_neighbors=3, dropout=0.1, sampling="recent")
+    return _memory_fixture("dyrep_dyglib", "dyrep", ref, DyRep, ctor, TGN_RULES, graph, inputs,
+                           _dyglib_stream(ref, inputs, state=True))
 
 
 # ---- CAWN

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
 import torch
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "equivalence"
+MEMORY_STATE = ("memory", "last_update")  # the memory models' bank after the stream (DyGLib's MemoryBank)
 
 
 def load(path: Path) -> dict:
@@ -96,13 +98,12 @@ def run_cawn(fx: dict) -> dict:
     return _pair_model(CAWN)(fx)
 
 
-def run_tgn(fx: dict) -> dict:
-    """A stream of batches as DyGLib drives TGN: each batch's positives and negatives are scored on the
-    memory left by the earlier batches, then the positives are observed (memory update)."""
-    from timerepro.models.graph.tgn import TGN
-
+def _stream(cls, fx: dict, ctor: dict | None = None, state: tuple[str, ...] = ()) -> dict:
+    """A stream of batches as DyGLib drives its MemoryModel: each batch's positives and negatives are scored
+    on the memory left by the earlier batches, then the positives are observed (memory update); `state`:
+    buffers returned after the last batch (float32, as DyGLib's memory bank holds them)."""
     g, inp = fx["graph"], fx["in"]
-    model = TGN(g["node_feat"], g["edge_feat"], **fx["meta"]["ctor"])
+    model = cls(g["node_feat"], g["edge_feat"], **(ctor or fx["meta"]["ctor"]))
     _load_weights(model, fx["w"])
     model.eval()
     model.set_graph(_graph(fx), _rng(fx))
@@ -113,7 +114,35 @@ def run_tgn(fx: dict) -> dict:
             out[f"b{b}_pos_src"], out[f"b{b}_pos_dst"] = (h.numpy() for h in model.pair_embeddings(src, dst, ts))
             out[f"b{b}_neg_src"], out[f"b{b}_neg_dst"] = (h.numpy() for h in model.pair_embeddings(src, neg, ts))
             model.observe(src, dst, ts, eids)
+    out.update({name: getattr(model, name).numpy().astype(np.float32) for name in state})
     return out
+
+
+def run_tgn(fx: dict) -> dict:
+    from timerepro.models.graph.tgn import TGN
+
+    return _stream(TGN, fx)
+
+
+def run_jodie(fx: dict) -> dict:
+    """JODIE's stream, with the time-projection statistics computed by the project's builder function from
+    the fixture's training prefix (`options.train_edges`); they are an output too (DyGLib's
+    compute_src_dst_node_time_shifts), and so are the memory and last-update times after the last batch."""
+    from timerepro.models.graph.jodie import JODIE, jodie_shift_stats
+
+    g = fx["graph"]
+    train = np.arange(len(g["src"])) < fx["meta"]["options"]["train_edges"]
+    stats = jodie_shift_stats(SimpleNamespace(src=g["src"], dst=g["dst"], ts=g["ts"]), SimpleNamespace(train=train))
+    out = _stream(JODIE, fx, {**fx["meta"]["ctor"], "shift_stats": stats}, state=MEMORY_STATE)
+    out["shift_stats"] = np.array(stats)
+    return out
+
+
+def run_dyrep(fx: dict) -> dict:
+    """DyRep's stream: its embeddings are the memory, which the messages' attention embeddings feed."""
+    from timerepro.models.graph.dyrep import DyRep
+
+    return _stream(DyRep, fx, state=MEMORY_STATE)
 
 
 def run_hawkes(fx: dict) -> dict:
@@ -154,6 +183,8 @@ RUNNERS: dict[str, Callable[[dict], dict]] = {
     "dygformer": run_dygformer,
     "cawn": run_cawn,
     "tgn": run_tgn,
+    "jodie": run_jodie,
+    "dyrep": run_dyrep,
     "hawkes": run_hawkes,
     "time_stats": run_time_stats,
 }
