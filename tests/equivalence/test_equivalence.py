@@ -20,7 +20,7 @@ CASES = (
     "tgat_sine_cosine_dglt", "dygformer_cosine_dyglib", "dygformer_linear_dglt", "dygformer_dtc_dglt",
     "dygformer_separate_cosine_dglt", "dygdecoder_cosine_dglt", "dygdecoder_linear_dglt", "tgn_cosine_dyglib",
     "cawn_cosine_dyglib", "time_stats_dglt", "hawkes_attention_rnn", "hawkes_attention_nornn",
-    "tgat_position_dglt", "dygformer_position_dglt", "jodie_dyglib",
+    "tgat_position_dglt", "dygformer_position_dglt", "jodie_dyglib", "dyrep_dyglib",
 )
 
 
