@@ -529,6 +529,54 @@ def dyrep_dyglib():
                            _dyglib_stream(ref, inputs, state=True))
 
 
+# ---- GraphMixer
+
+GRAPHMIXER_RULES = [  # the time encoder is not mapped: both sides' frequencies are fixed, the project's own are stored
+    (r"projection_layer\.(weight|bias)", r"projection.\1"),
+    (r"mlp_mixers\.(\d+)\.(token|channel)_norm\.(weight|bias)", r"mixers.\1.\2_norm.\3"),
+    (r"mlp_mixers\.(\d+)\.token_feedforward\.ffn\.(\d)\.(weight|bias)", r"mixers.\1.token_mix.net.\2.\3"),
+    (r"mlp_mixers\.(\d+)\.channel_feedforward\.ffn\.(\d)\.(weight|bias)", r"mixers.\1.channel_mix.net.\2.\3"),
+    (r"output_layer\.(weight|bias)", r"output.\1")]
+
+
+def _graphmixer_dyglib(name, strategy, seed=None):
+    from models.GraphMixer import GraphMixer as RefGraphMixer
+
+    from timerepro.models.graph.graphmixer import GraphMixer
+
+    graph = make_graph()
+    queries = make_queries(graph)
+    torch.manual_seed(18)
+    sampler = dyglib_sampler(graph, strategy, seed)
+    ref = RefGraphMixer(graph["node_feat"], graph["edge_feat"], sampler, time_feat_dim=TIME_DIM, num_tokens=4,
+                        num_layers=2, dropout=0.1)
+    frozen = {k: v.clone() for k, v in ref.time_encoder.state_dict().items()}
+    perturb(ref, 19)
+    ref.time_encoder.load_state_dict(frozen)  # never trained in DyGLib (parameter_requires_grad=False)
+    ref.set_neighbor_sampler(sampler)  # DyGLib resets the uniform stream here
+    ctor = dict(encoder="fixed_cosine", time_dim=TIME_DIM, num_neighbors=4, num_layers=2, time_gap=5, dropout=0.1,
+                sampling=strategy)
+    return _pair_fixture(name, "graphmixer", ref, lambda: ref.compute_src_dst_node_temporal_embeddings(
+        queries["src"], queries["dst"], queries["ts"], num_neighbors=4, time_gap=5), GraphMixer, ctor,
+        GRAPHMIXER_RULES, None, graph, queries,
+        "DyGLib models/GraphMixer.py GraphMixer.compute_src_dst_node_temporal_embeddings",
+        options={"neighbor_seed": seed})
+
+
+@case("graphmixer_dyglib", "DyGLib", "graphmixer")
+def graphmixer_dyglib():
+    """DyGLib's GraphMixer: 4 most recent interactions (tokens), 2 mixer blocks, fixed cosine encoder,
+    node encoder over time_gap = 5 recent neighbours."""
+    return _graphmixer_dyglib("graphmixer_dyglib", "recent")
+
+
+@case("graphmixer_uniform_dyglib", "DyGLib", "graphmixer")
+def graphmixer_uniform_dyglib():
+    """DyGLib's GraphMixer with uniform sampling (seeded stream 0): the project draws the same tokens and
+    time-gap neighbours in DyGLib's order (source k, source time_gap, destination k, destination time_gap)."""
+    return _graphmixer_dyglib("graphmixer_uniform_dyglib", "uniform", seed=0)
+
+
 # ---- CAWN
 
 @case("cawn_cosine_dyglib", "DyGLib", "cawn")

@@ -118,6 +118,12 @@ def _stream(cls, fx: dict, ctor: dict | None = None, state: tuple[str, ...] = ()
     return out
 
 
+def run_graphmixer(fx: dict) -> dict:
+    from timerepro.models.graph.graphmixer import GraphMixer
+
+    return _pair_model(GraphMixer)(fx)
+
+
 def run_tgn(fx: dict) -> dict:
     from timerepro.models.graph.tgn import TGN
 
@@ -182,6 +188,7 @@ RUNNERS: dict[str, Callable[[dict], dict]] = {
     "tgat": run_tgat,
     "dygformer": run_dygformer,
     "cawn": run_cawn,
+    "graphmixer": run_graphmixer,
     "tgn": run_tgn,
     "jodie": run_jodie,
     "dyrep": run_dyrep,
