@@ -68,6 +68,13 @@ def make_graph(seed: int = 0, num_nodes: int = 10, num_edges: int = 40, ties: bo
                 node_feat=node_feat, edge_feat=edge_feat)
 
 
+# Steps of 1-5 (times below 200) where a time difference spans the whole graph (a memory's first message
+# encodes t - 0; uniform sampling draws old neighbours): the learnable encoder's angle w dt + b in float32
+# rounds differently in DyGLib's fused Linear(1, d) and the project's w * dt + b (up to 6e-5 on cos at
+# dt ~ 1000, 1.1e-5 on the embeddings of the 40-step graph); smaller times keep it near 1e-6.
+SMALL_TIMES = dict(max_step=6)
+
+
 def make_queries(graph: dict) -> dict:
     """Six candidate edges: late queries with full histories, one at an edge's exact time (that edge is
     not visible), one with the cold-start node 10 before its first interaction, one node without any."""
@@ -475,10 +482,6 @@ def tgn_cosine_dyglib():
 JODIE_RULES = TIME_ENCODER + [(r"memory_updater\.memory_updater\.(.*)", r"memory_updater.\1"),
                               (r"embedding_module\.linear_layer\.(weight|bias)", r"projection.\1")]
 MEMORY_TRAIN_EDGES = 28  # the graph's "training" prefix (70%): JODIE's time-shift statistics
-# Steps of 1-5 (times below 200): a memory's first message encodes t - 0, and the encoder's angle w t + b in
-# float32 rounds differently in DyGLib's fused Linear and the project's w * t + b (up to 6e-5 on cos at
-# t ~ 1000, 1e-5 on the embeddings of the 40-step graph); smaller times keep it near 1e-6.
-MEMORY_GRAPH = dict(max_step=6)
 
 
 @case("jodie_dyglib", "DyGLib", "jodie")
@@ -491,7 +494,7 @@ def jodie_dyglib():
 
     from timerepro.models.graph.jodie import JODIE
 
-    graph = make_graph(**MEMORY_GRAPH)
+    graph = make_graph(**SMALL_TIMES)
     inputs = _tgn_batches(graph, n_batches=6)
     cut = MEMORY_TRAIN_EDGES
     stats = compute_src_dst_node_time_shifts(graph["src"][:cut], graph["dst"][:cut], graph["ts"][:cut])
@@ -517,7 +520,7 @@ def dyrep_dyglib():
 
     from timerepro.models.graph.dyrep import DyRep
 
-    graph = make_graph(**MEMORY_GRAPH)
+    graph = make_graph(**SMALL_TIMES)
     inputs = _tgn_batches(graph, n_batches=6)
     torch.manual_seed(16)
     ref = MemoryModel(graph["node_feat"], graph["edge_feat"], dyglib_sampler(graph), time_feat_dim=TIME_DIM,
@@ -575,6 +578,44 @@ def graphmixer_uniform_dyglib():
     """DyGLib's GraphMixer with uniform sampling (seeded stream 0): the project draws the same tokens and
     time-gap neighbours in DyGLib's order (source k, source time_gap, destination k, destination time_gap)."""
     return _graphmixer_dyglib("graphmixer_uniform_dyglib", "uniform", seed=0)
+
+
+# ---- TCL
+
+TCL_RULES = DYGFORMER_RULES + [(r"depth_embedding\.weight", "depth_embedding.weight")]  # DyGLib's TransformerEncoder too
+
+
+def _tcl_dyglib(name, strategy, seed=None):
+    from models.TCL import TCL as RefTCL
+
+    from timerepro.models.graph.tcl import TCL
+
+    graph = make_graph(**(SMALL_TIMES if strategy == "uniform" else {}))
+    queries = make_queries(graph)
+    torch.manual_seed(20)
+    sampler = dyglib_sampler(graph, strategy, seed)
+    ref = RefTCL(graph["node_feat"], graph["edge_feat"], sampler, time_feat_dim=TIME_DIM, num_layers=2, num_heads=2,
+                 num_depths=5, dropout=0.1)
+    perturb(ref, 21)
+    ref.set_neighbor_sampler(sampler)  # DyGLib resets the uniform stream here
+    ctor = dict(encoder="cosine", time_dim=TIME_DIM, num_neighbors=4, num_layers=2, num_heads=2, dropout=0.1,
+                sampling=strategy)
+    return _pair_fixture(name, "tcl", ref, lambda: ref.compute_src_dst_node_temporal_embeddings(
+        queries["src"], queries["dst"], queries["ts"], num_neighbors=4), TCL, ctor, TCL_RULES, TIME_TRANSFORMS, graph,
+        queries, "DyGLib models/TCL.py TCL.compute_src_dst_node_temporal_embeddings", options={"neighbor_seed": seed})
+
+
+@case("tcl_dyglib", "DyGLib", "tcl")
+def tcl_dyglib():
+    """DyGLib's TCL: the node and its 4 most recent interactions (num_depths 5), 2 layers of self- and
+    co-attention sharing one TransformerEncoder per layer, learnable cosine encoder."""
+    return _tcl_dyglib("tcl_dyglib", "recent")
+
+
+@case("tcl_uniform_dyglib", "DyGLib", "tcl")
+def tcl_uniform_dyglib():
+    """DyGLib's TCL with uniform sampling (seeded stream 0): the source's draws, then the destination's."""
+    return _tcl_dyglib("tcl_uniform_dyglib", "uniform", seed=0)
 
 
 # ---- CAWN

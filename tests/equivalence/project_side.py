@@ -124,6 +124,12 @@ def run_graphmixer(fx: dict) -> dict:
     return _pair_model(GraphMixer)(fx)
 
 
+def run_tcl(fx: dict) -> dict:
+    from timerepro.models.graph.tcl import TCL
+
+    return _pair_model(TCL)(fx)
+
+
 def run_tgn(fx: dict) -> dict:
     from timerepro.models.graph.tgn import TGN
 
@@ -189,6 +195,7 @@ RUNNERS: dict[str, Callable[[dict], dict]] = {
     "dygformer": run_dygformer,
     "cawn": run_cawn,
     "graphmixer": run_graphmixer,
+    "tcl": run_tcl,
     "tgn": run_tgn,
     "jodie": run_jodie,
     "dyrep": run_dyrep,

@@ -21,7 +21,7 @@ CASES = (
     "dygformer_separate_cosine_dglt", "dygdecoder_cosine_dglt", "dygdecoder_linear_dglt", "tgn_cosine_dyglib",
     "cawn_cosine_dyglib", "time_stats_dglt", "hawkes_attention_rnn", "hawkes_attention_nornn",
     "tgat_position_dglt", "dygformer_position_dglt", "jodie_dyglib", "dyrep_dyglib",
-    "graphmixer_dyglib", "graphmixer_uniform_dyglib",
+    "graphmixer_dyglib", "graphmixer_uniform_dyglib", "tcl_dyglib", "tcl_uniform_dyglib",
 )
 
 
@@ -72,7 +72,8 @@ def test_outputs_depend_on_every_weight_group(fixture):
     assert max_abs_diff(project_outputs(changed), expected_outputs(fixture)) > 10 * fixture["meta"]["tolerance"]
 
 
-@pytest.mark.parametrize("case", ["tgat_cosine_uniform_dyglib", "graphmixer_uniform_dyglib"])
+@pytest.mark.parametrize("case", ["tgat_cosine_uniform_dyglib", "graphmixer_uniform_dyglib",
+                                  "tcl_uniform_dyglib"])
 def test_uniform_sampling_draws_dyglibs_neighbours(case):
     """With DyGLib's seeded stream the project samples DyGLib's neighbours; another seed gives others."""
     fx = load(FIXTURES / f"{case}.npz")
