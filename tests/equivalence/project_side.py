@@ -11,7 +11,7 @@ A fixture (`tests/fixtures/equivalence/<case>.npz`, written by
   transformed by exactly that difference) and `reference_mode` (constructor options with which the
   project's module reproduces the reference itself);
 * `graph/*`: a small temporal graph (src, dst, ts, edge_ids, node_feat, edge_feat);
-* `in/*`: the queries (and for TGN the batches), `w/<key>`: the project's state_dict,
+* `in/*`: the queries (and for the memory models the batches), `w/<key>`: the project's state_dict,
   `out/*`: the reference's outputs, `aux/*`: other reference values a documented difference needs.
 
 The reference code is never needed here: the tests run offline on the stored arrays. The builder
