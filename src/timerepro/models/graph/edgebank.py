@@ -81,6 +81,10 @@ class EdgeBank(nn.Module):
     def backup_state(self, name: str) -> None:
         """Histories are rebuilt from the data by `restore_state`: nothing to keep."""
 
+    def detach_state(self) -> None:
+        """No gradient flows through a history of counts. Needed all the same: without it EdgeBank is not a
+        `StreamState`, the task treats it as stateless and every pair scores 0 (AP 0.5 everywhere)."""
+
     def observe(self, src, dst, times, edge_ids) -> None:
         """Add a scored batch of positive edges to the history (DyGLib: the split's edges before the batch)."""
         keys = np.asarray(src, dtype=np.int64) * self.stride + np.asarray(dst, dtype=np.int64)
