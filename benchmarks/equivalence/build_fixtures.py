@@ -20,6 +20,15 @@ Run (from the repository root, with the project's .venv):
     python benchmarks/equivalence/build_fixtures.py --dyglib /path/to/DyGLib \
         --dg-linear-time /path/to/dg-linear-time --hawkes /path/to/Time-aware-Hawkes-Attention
 A missing path skips its cases and says so; `--only CASE ...` builds a subset.
+
+The SWINIT cases (`--swinit /path/to/GNN_SWINIT`) import torch_geometric, which the project's .venv does not
+have: run them from a scratch environment outside the repository, torch first and pinned, e.g.
+    python3.11 -m venv /tmp/pyg-venv && /tmp/pyg-venv/bin/pip install torch==2.13.0   # or the local wheel
+    /tmp/pyg-venv/bin/pip install torch_geometric numpy scipy scikit-learn
+    PYTHONPATH=src /tmp/pyg-venv/bin/python benchmarks/equivalence/build_fixtures.py --swinit /path/to/GNN_SWINIT \
+        --only swinit_authors swinit_gru_authors
+(fixtures built with torch 2.13.0, torch_geometric 2.8.1, numpy 2). The compiled extensions the authors' modules
+import (torch_scatter, torch_sparse) are replaced by small torch stand-ins where absent (`_pyg_extension_shims`).
 """
 
 from __future__ import annotations
@@ -780,11 +789,196 @@ def hawkes_attention_nornn():
     return _hawkes_case("hawkes_attention_nornn", d_rnn=None)
 
 
+# ---- SWINIT (the authors' memory and UFGConv stack, bzho3923/GNN_SWINIT)
+
+def _pyg_extension_shims() -> None:
+    """The authors' modules import torch_scatter (scatter, scatter_max) and torch_sparse (spmm), compiled
+    PyG extensions without wheels for this torch: where they are not importable, register minimal stand-ins
+    written on torch and torch_geometric.utils (sparse (m, n) @ dense; scatter; the max and its argmax, empty
+    groups pointing past the end as torch_scatter's do). The fixture's times have no ties, so argmax is unique.
+    NumPy 2 renamed `trapz` (ufg_global's ChebyshevApprox) to `trapezoid`: the old name is restored."""
+    import importlib.util
+    import types
+
+    from torch_geometric.utils import scatter
+
+    if "torch_scatter" not in sys.modules and importlib.util.find_spec("torch_scatter") is None:
+        def scatter_max(src, index, dim=0, dim_size=None):
+            size = int(dim_size if dim_size is not None else int(index.max()) + 1)
+            out = torch.full((size,), float("-inf"), dtype=torch.float64).scatter_reduce(
+                0, index, src.double(), reduce="amax")
+            hit = src.double() == out[index]  # (E,) entries equal to their group's max
+            arg = torch.full((size,), src.size(0), dtype=torch.long).scatter_reduce(
+                0, index[hit], torch.arange(src.size(0))[hit], reduce="amin")
+            return out.to(src.dtype), arg
+
+        sys.modules["torch_scatter"] = types.SimpleNamespace(scatter=scatter, scatter_max=scatter_max)
+    if "torch_sparse" not in sys.modules and importlib.util.find_spec("torch_sparse") is None:
+        def spmm(index, value, m, n, matrix):
+            return torch.sparse_coo_tensor(index, value, (m, n), check_invariants=False).coalesce() @ matrix
+
+        sys.modules["torch_sparse"] = types.SimpleNamespace(spmm=spmm)
+    if not hasattr(np, "trapz"):
+        np.trapz = np.trapezoid
+
+
+def make_bipartite_graph(seed: int = 27, users: int = 5, items: int = 5, num_edges: int = 40) -> dict:
+    """A JODIE-style stream (Wikipedia, Reddit and MOOC are user -> item): sources 1..users, destinations the
+    items after them, steps 1-5 (SMALL_TIMES' float32-exact angles), features as `make_graph`'s."""
+    graph = make_graph(seed, num_nodes=users + items, num_edges=num_edges, **SMALL_TIMES)
+    rng = np.random.default_rng(seed)
+    graph["src"] = rng.integers(1, users + 1, size=num_edges)
+    graph["dst"] = rng.integers(users + 1, users + items + 1, size=num_edges)
+    return graph
+
+
+SWINIT_SHAPE = dict(memory_dim=6, embedding_dim=5, num_neighbors=3, num_layers=2, rank=3)
+
+
+def swinit_rules(memory_dim: int, time_dim: int, feature_dim: int) -> tuple[list, dict]:
+    """The authors' TGNMemory (mlp: tgn_mlp.py; gru: PyG's) + Net -> the project's SWINIT. IdentityMessage
+    orders a message [s_own; s_other; x; Phi(dt)], the project [s_own; s_other; Phi(dt); x]: the input columns
+    of the first memory layer (the GRU's input weights) are permuted; the three per-node filters (N, 1)
+    become the rows of Theta (3, N) (added by the caller)."""
+    m2 = 2 * memory_dim
+    perm = torch.cat([torch.arange(m2), m2 + feature_dim + torch.arange(time_dim), m2 + torch.arange(feature_dim),
+                      torch.arange(m2 + feature_dim + time_dim, m2 + feature_dim + time_dim + memory_dim)])
+    rules = [(r"time_enc\.lin\.weight", "time_encoder.w"), (r"time_enc\.lin\.bias", "time_encoder.phi"),
+             (r"mlp\.net\.(\d)\.(weight|bias)", r"memory_updater.net.\1.\2"),
+             (r"gru\.(weight|bias)_(ih|hh)", r"memory_updater.\1_\2"),
+             (r"conv\.convs\.(\d+)\.weight", r"convs.\1.weight"),
+             (r"conv\.bns\.(\d+)\.(weight|bias)", r"norms.\1.\2")]
+    columns = lambda v: v[:, perm[: v.shape[1]]]  # noqa: E731  (GRU: the message columns only)
+    return rules, {"time_encoder.w": FLAT, "memory_updater.net.0.weight": columns, "memory_updater.weight_ih": columns}
+
+
+def _authors_embeddings(gnn_global, loader, memory, nodes: np.ndarray, k: int) -> dict:
+    """The authors' Net on the project's batch graph, built from the authors' LastNeighborLoader rows: each
+    node with a leaf per distinct neighbour among its (up to k) stored interactions, one edge per interaction
+    both ways (get_laplacian sums them: weight = count), the Net rebuilt on these n local nodes with the
+    global filters' rows of their node ids, X = the authors' memory of those nodes. Returns node -> (d,)."""
+    from ufg_global import Net, get_d_list
+
+    centres, leaves, edges = list(nodes), [], []
+    for c, q in enumerate(nodes):
+        row, eid = loader.neighbors[q], loader.e_id[q]
+        nbrs, counts = np.unique(row[eid >= 0].numpy(), return_counts=True)
+        for v, cnt in zip(nbrs, counts):
+            leaf = len(centres) + len(leaves)
+            leaves.append(int(v))
+            edges += [(leaf, c), (c, leaf)] * int(cnt)
+    ids = torch.tensor(centres + leaves, dtype=torch.long)
+    n = len(ids)
+    edge_index = torch.tensor(edges, dtype=torch.long).reshape(-1, 2).T  # (2, E)
+    conv0 = gnn_global.conv.convs[0]
+    net = Net(conv0.weight.shape[0], conv0.weight.shape[1], gnn_global.conv.convs[-1].weight.shape[1], r=2, Lev=2,
+              num_nodes=n, dropout_prob=gnn_global.conv.dropout_prob, num_layers=len(gnn_global.conv.convs))
+    state = {key: (value[ids] if ".filter" in key else value) for key, value in gnn_global.conv.state_dict().items()}
+    net.load_state_dict(state)
+    net.eval()
+    h = net(memory.memory[ids], get_d_list(edge_index, n), ids)  # (n, d_emb)
+    return {int(q): h[c].detach().numpy() for c, q in enumerate(nodes)}
+
+
+def _swinit_authors(name: str, cell: str):
+    """The authors' memory (`cell` mlp: tgn_mlp.TGNMemory with its IdentityMessage, LastAggregator and 2-layer
+    FeedForward; gru: PyG's TGNMemory, IdentityMessage, LastAggregator, which their script imports for it),
+    LastNeighborLoader(size=3) and UFGConv Net (ufg_global.py: Haar, 2 levels, Chebyshev n = 2, bands
+    d_list[1:4], LayerNorm between the 2 layers) in eval mode (their test() loop) over a whole bipartite
+    stream of 40 events in 8 batches of 5 from an empty memory: per batch the embeddings of the sources,
+    destinations and negatives, then update_state and insert; the memory after the stream. The message feature
+    is x V with a fixed V (top-3 right singular vectors of the first 28 edges' features, numpy's exact SVD: the
+    randomized fbpca SVD is not compared). The batch graph is the project's (disjoint stars, docs/swinit.md),
+    built from the authors' loader rows: their glued graph over global rows is not reproduced, not compared."""
+    # the transductive script imports cus_tgn's LastNeighborLoader, whose insert/reset_state are tgn_mlp's line
+    # for line (only __call__'s relabelling, unused here, differs); cus_tgn itself needs pytorch_wavelets
+    from tgn_mlp import LastNeighborLoader
+    from ufg_global import Net
+
+    from timerepro.models.graph.spectral import SpectralFit
+    from timerepro.models.graph.swinit import SWINIT
+
+    if cell == "mlp":
+        from tgn_mlp import IdentityMessage, LastAggregator, TGNMemory
+
+        memory_source, extra = "tgn_mlp.py TGNMemory (mem_func='mlp')", dict(mem_func="mlp")
+    else:
+        from torch_geometric.nn import TGNMemory
+        from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator
+
+        memory_source, extra = "torch_geometric.nn.TGNMemory (GRU)", {}
+    shape = SWINIT_SHAPE
+    graph = make_bipartite_graph()
+    inputs = _tgn_batches(graph, n_batches=8)
+    for b in range(8):  # negatives among the items, as the authors draw them (min_dst_idx..max_dst_idx)
+        inputs[f"b{b}_neg_dst"] = np.random.default_rng(28 + b).integers(6, 11, size=5)
+    num_nodes = graph["node_feat"].shape[0]
+    # V (d, r): exact top right singular vectors of the "training" edges' features
+    _, _, vt = np.linalg.svd(graph["edge_feat"][graph["edge_ids"][:MEMORY_TRAIN_EDGES]].astype(np.float64))
+    projection = torch.from_numpy(vt[: shape["rank"]].T.astype(np.float32))
+    torch.manual_seed(24)
+    mdim, r = shape["memory_dim"], shape["rank"]
+    memory = TGNMemory(num_nodes, r, mdim, TIME_DIM, IdentityMessage(r, mdim, TIME_DIM), LastAggregator(), **extra)
+    gnn = torch.nn.Module()
+    gnn.conv = Net(mdim, shape["embedding_dim"], shape["embedding_dim"], r=2, Lev=2, num_nodes=num_nodes,
+                   dropout_prob=0.3, num_layers=shape["num_layers"], batch_norm=True)
+    perturb(memory, 25)
+    perturb(gnn, 26)
+    memory.eval()  # eval() flushes the (empty) store through the cell: start from an empty memory again
+    memory.reset_state()
+    gnn.eval()
+    loader = LastNeighborLoader(num_nodes, size=shape["num_neighbors"])
+    feats = torch.from_numpy(graph["edge_feat"]) @ projection  # (E + 1, r): x V per edge id
+    outputs = {}
+    with torch.no_grad():
+        for b in range(int(inputs["n_batches"])):
+            src, dst, neg, ts, eids = (torch.from_numpy(np.asarray(inputs[f"b{b}_{k}"]))
+                                       for k in ("src", "dst", "neg_dst", "ts", "edge_ids"))
+            nodes = torch.cat([src, dst, neg]).unique().numpy()
+            emb = _authors_embeddings(gnn, loader, memory, nodes, shape["num_neighbors"])
+            for role, ids in (("pos_src", src), ("pos_dst", dst), ("neg_src", src), ("neg_dst", neg)):
+                outputs[f"b{b}_{role}"] = np.stack([emb[int(i)] for i in ids])
+            memory.update_state(src, dst, ts.long(), feats[eids])
+            loader.insert(src, dst)
+    outputs["memory"] = memory.memory.detach().numpy().copy()
+    outputs["last_update"] = memory.last_update.detach().numpy().astype(np.float32)
+    ctor = dict(inputs="trsvd", memory_cell=cell, memory_dim=mdim, embedding_dim=shape["embedding_dim"],
+                time_dim=TIME_DIM, encoder="cosine", num_neighbors=shape["num_neighbors"],
+                num_layers=shape["num_layers"], framelet_levels=2, cheb_degree=1, lambda_max=4.0, dilation=2.0,
+                dropout=0.3, readout="memory")
+    proj = SWINIT(num_nodes, graph["edge_feat"], SpectralFit(r, 0.0, projection), **ctor)
+    rules, transforms = swinit_rules(mdim, TIME_DIM, r)
+    mapped = rename({**{f"{k}": v for k, v in memory.state_dict().items()},
+                     **{f"conv.{k}": v for k, v in gnn.conv.state_dict().items()}}, rules, transforms)
+    for i, conv in enumerate(gnn.conv.convs):
+        mapped[f"convs.{i}.theta"] = torch.cat([conv.filter1, conv.filter2, conv.filter3], dim=1).T.detach()
+    mapped["projection"] = projection
+    weights = project_state(proj, mapped)
+    return dict(meta=dict(case=name, kind="swinit",
+                          reference=f"GNN_SWINIT link_prediction_transductive.py test() loop: {memory_source} + "
+                                    "LastNeighborLoader + ufg_global.py Net/get_d_list",
+                          ctor=ctor, options={"rank": r}, tolerance=TOL, documented_difference=None),
+                graph=graph, inputs=inputs, weights=weights, outputs=outputs)
+
+
+@case("swinit_authors", "GNN_SWINIT", "swinit")
+def swinit_authors():
+    """SWINIT-mlp: the authors' own memory module (tgn_mlp.py)."""
+    return _swinit_authors("swinit_authors", "mlp")
+
+
+@case("swinit_gru_authors", "GNN_SWINIT", "swinit")
+def swinit_gru_authors():
+    """SWINIT-GRU: PyG's TGNMemory as the authors' script imports it (the installed PyG's)."""
+    return _swinit_authors("swinit_gru_authors", "gru")
+
+
 # ------------------------------------------------------------------ writing and checking
 
 REFERENCES = {"DyGLib": ("dyglib", ("models", "utils")),
               "dg-linear-time": ("dg_linear_time", ("src",)),
-              "Time-aware-Hawkes-Attention": ("hawkes", ("models",))}
+              "Time-aware-Hawkes-Attention": ("hawkes", ("models",)),
+              "GNN_SWINIT": ("swinit", ("cus_tgn", "tgn_mlp", "ufg_global", "utils"))}
 
 
 def write(fx: dict, out_dir: Path) -> Path:
@@ -822,6 +1016,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dyglib", type=Path, help="checkout of yule-BUAA/DyGLib")
     parser.add_argument("--dg-linear-time", dest="dg_linear_time", type=Path, help="checkout of hsinghuan/dg-linear-time")
     parser.add_argument("--hawkes", type=Path, help="checkout of TanXZfra/Time-aware-Hawkes-Attention")
+    parser.add_argument("--swinit", type=Path, help="checkout of bzho3923/GNN_SWINIT (needs torch_geometric)")
     parser.add_argument("--out", type=Path, default=FIXTURES, help="output folder (default %(default)s)")
     parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="build only these cases")
     args = parser.parse_args(argv)
@@ -834,6 +1029,8 @@ def main(argv=None) -> int:
         if path is None or not path.is_dir():
             print(f"{name:34s} SKIPPED: no checkout of {spec['reference']} (--{attr.replace('_', '-')})")
             continue
+        if spec["reference"] == "GNN_SWINIT":
+            _pyg_extension_shims()
         with reference_path(path.resolve(), packages):
             fx = spec["fn"]()
         written = write(fx, args.out)

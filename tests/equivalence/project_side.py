@@ -157,6 +157,30 @@ def run_dyrep(fx: dict) -> dict:
     return _stream(DyRep, fx, state=MEMORY_STATE)
 
 
+def run_swinit(fx: dict) -> dict:
+    """SWINIT's stream (the authors' test-loop order: score a batch, then observe it) on the fixture's fixed
+    spectral projection (a buffer among the weights); after the stream each node's memory with its pending
+    message applied and its last event time (the authors' bank commits at once, the project one batch later)."""
+    from timerepro.models.graph.spectral import SpectralFit
+    from timerepro.models.graph.swinit import SWINIT
+
+    g, rank = fx["graph"], fx["meta"]["options"]["rank"]
+    fit = SpectralFit(rank, 0.0, torch.zeros(g["edge_feat"].shape[1], rank))  # V itself is among the weights
+    built: list = []
+
+    def make(node_feat, edge_feat, **ctor):
+        built.append(SWINIT(node_feat.shape[0], edge_feat, fit, **ctor))
+        return built[0]
+
+    out = _stream(make, fx)
+    model = built[0]
+    with torch.no_grad():
+        out["memory"] = model.current_memory(np.arange(model.num_nodes)).numpy()
+    last = torch.where(model.has_pending, model.pending_time, model.last_update)  # (N,)
+    out["last_update"] = last.numpy().astype(np.float32)
+    return out
+
+
 def run_hawkes(fx: dict) -> dict:
     """Hidden states after every event and intensities at the stored offsets after each event."""
     from timerepro.models.tpp.hawkes_attention import HawkesAttention
@@ -199,6 +223,7 @@ RUNNERS: dict[str, Callable[[dict], dict]] = {
     "tgn": run_tgn,
     "jodie": run_jodie,
     "dyrep": run_dyrep,
+    "swinit": run_swinit,
     "hawkes": run_hawkes,
     "time_stats": run_time_stats,
 }
