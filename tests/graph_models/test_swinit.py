@@ -145,6 +145,17 @@ def toy_swinit(edge_feat: np.ndarray, num_nodes: int, cell: str = "gru", readout
                   lambda_max=4.0, dilation=2.0, dropout=0.0, readout=readout)
 
 
+def test_observe_keeps_each_nodes_latest_message():
+    """PyG's LastAggregator: node 2 is a destination at t = 1 and a source at t = 3 of one batch; its pending
+    message is the t = 3 one (its own memory first, node 4 second), whatever the place of its roles."""
+    _, _, _, _, edge_feat = toy_stream()
+    model = toy_swinit(edge_feat, num_nodes=6)
+    model.observe(np.array([1, 2, 5]), np.array([2, 4, 3]), np.array([1.0, 3.0, 3.0]), np.array([1, 2, 3]))
+    assert model.has_pending[2] and model.pending_time[2].item() == 3.0
+    # node 3: destination of the last event only; node 1: source of the first only
+    assert model.pending_time[3].item() == 3.0 and model.pending_time[1].item() == 1.0
+
+
 @pytest.mark.parametrize("cell", ["gru", "mlp"])
 def test_theta_written_by_batch_i_is_where_batch_i_plus_1_starts(cell):
     src, dst, ts, eids, edge_feat = toy_stream()

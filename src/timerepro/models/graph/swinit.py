@@ -172,8 +172,11 @@ class SWINIT(BufferedState, nn.Module):
         feats = self.encode_events(self._index(np.concatenate([edge_ids, edge_ids])))  # (2B, feature_dim)
         # (2B, d_mem) ++ (2B, d_mem) ++ (2B, d_T) ++ (2B, feature_dim) -> (2B, message_dim)
         messages = torch.cat([self.memory[own], self.memory[oth], self.time_encoder(dt), feats], dim=-1)
-        _, first_rev = np.unique(owner[::-1], return_index=True)
-        last = len(owner) - 1 - first_rev  # (U,) position of each owner's last message
+        # PyG's LastAggregator: each owner keeps its latest message by time (a node that is a destination early
+        # in the batch and a source later keeps the later one); ties go to the later place in [sources; destinations]
+        order = np.lexsort((np.arange(len(owner)), t2))  # (2B,) places sorted by time, then by place
+        _, first_rev = np.unique(owner[order][::-1], return_index=True)
+        last = order[len(owner) - 1 - first_rev]  # (U,) place of each owner's latest message
         keep = self._index(owner[last])
         self.pending_message[keep] = messages[self._index(last)]
         self.pending_time[keep] = torch.from_numpy(t2[last]).to(self.memory.device)
