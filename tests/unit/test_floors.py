@@ -32,3 +32,20 @@ def test_a_stand_in_is_never_held_against_a_real_graph_or_another_scale():
     assert below_edgebank(rows, edgebank).empty
     # without scale/data columns only dataset and metric are matched
     assert len(below_edgebank(rows.drop(columns=["scale", "data"]), edgebank.drop(columns=["scale", "data"]))) == 2
+
+
+def test_smoke_and_offline_stand_ins_of_one_dataset_are_different_data():
+    """dyg_mamba's offline cut runs on the smoke stand-ins: its EdgeBank must not judge linear_time's cells on the
+    offline stand-in of the same dataset (the labels used to be identical)."""
+    from timerepro.report.aggregate import _data_label
+
+    def record(scale: str) -> dict:
+        return {"provenance": {"data": {"kind": "standin", "standin": True, "source": "standin",
+                                        "label": "synthetic stand-in for Enron (not the real data)",
+                                        "sources": [{"generated": f"standins.py scale={scale} seed=0"}]}}}
+
+    smoke, offline = _data_label([record("smoke")]), _data_label([record("offline")])
+    assert smoke != offline and smoke.endswith("smoke size") and offline.endswith("offline size")
+    rows = pd.DataFrame([_row("TGAT", "Linear", "Enron", 50.0, data=offline)])
+    assert below_edgebank(rows, pd.DataFrame([_row("EdgeBank", "-", "Enron", 60.0, data=smoke)])).empty
+    assert len(below_edgebank(rows, pd.DataFrame([_row("EdgeBank", "-", "Enron", 60.0, data=offline)]))) == 1

@@ -10,6 +10,8 @@ and badges read).
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Callable
 
@@ -45,13 +47,23 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return float(arr.mean()), float(arr.std(ddof=0)) if len(arr) > 1 else 0.0
 
 
+def _standin_size(data: dict) -> str | None:
+    """The stand-in size a record's data was generated at ("smoke", "offline"), read from its sources."""
+    for source in data.get("sources") or []:
+        match = re.search(r"\bscale=(\w+)", source.get("generated", ""))
+        if match:
+            return match.group(1)
+    return None
+
+
 def _data_label(records: list[dict]) -> str:
     """The human-readable `data` cell (what the data was, in words); `data_kind` is the field to test."""
     labels = set()
     for r in records:
         d = r["provenance"].get("data", {})
         if datakind.of_data(d) is datakind.DataKind.STANDIN:
-            labels.add(d.get("label", "synthetic stand-in"))
+            size = _standin_size(d)  # smoke and offline stand-ins of one dataset are different graphs
+            labels.add(d.get("label", "synthetic stand-in") + (f", {size} size" if size else ""))
         else:
             labels.add({"generated": "generated (paper's own synthetic task)"}.get(d.get("source"), d.get("source", "unknown")))
     return "; ".join(sorted(labels))
