@@ -44,6 +44,7 @@ def distinct_time_index(times: np.ndarray, query_times: np.ndarray, counted: np.
     start = np.maximum.accumulate(np.where(first, np.arange(width)[None, :], 0), axis=1)  # (B, L)
     ranked = np.where(np.isfinite(ordered), np.take_along_axis(at_least, start, axis=1), 0)  # (B, L), sorted order
     index = np.empty((batch, width), dtype=np.int64)
-    np.put_along_axis(index, order, ranked, axis=1)  # back to the entries' own order
-    # entries at the query's own time (not counted above): index 0, the query's; uncounted entries 0
-    return np.where(counted & (times < query_times[:, None]), index, 0)
+    # back to the entries' own order; the +inf keys (uncounted, or at the query's own time: the query's index)
+    # were ranked 0 above
+    np.put_along_axis(index, order, ranked, axis=1)
+    return index
