@@ -29,6 +29,11 @@ def searched_values(config: dict) -> tuple:
     return tuple((k, config.get(k)) for k in SEARCHED)
 
 
+def searched_label(config: dict) -> str:
+    """The searched values a run was selected with, for a cell's note (e.g. dropout=0.1, d_ch=50)."""
+    return ", ".join(f"{k}={v}" for k, v in searched_values(config) if v is not None)
+
+
 def ap_key(config: dict) -> str:
     """The AP metric of a run's tables: the one it monitored (`ap_whole`), else DyGLib's batch mean (`ap`)."""
     return "ap_whole" if config.get("monitor_metric") == "ap_whole" else "ap"
@@ -95,7 +100,7 @@ def ap_table(records: list[dict], sampler: str, metric: str, *, paper: str | Non
         rows.append({"row_group": MODEL_LABELS[model], "row": labels[encoder],
                      "column": dataset_label(dataset, _paper(paper, rs)), "metric": metric,
                      "mean": float(values.mean()), "std": float(values.std()), "n_runs": len(rs), "_records": rs,
-                     "note": "selected: " + ", ".join(f"{k}={v}" for k, v in searched_values(rs[0]["config"]) if v is not None) + cut})
+                     "note": "selected: " + searched_label(rs[0]["config"]) + cut})
         by_model_dataset[(model, dataset)][encoder] = float(values.mean())
     wins: dict[tuple, int] = defaultdict(int)
     seen: dict[tuple, list[dict]] = defaultdict(list)

@@ -15,7 +15,7 @@ from .. import published
 from ..aggregate import aggregator
 from ..claims import FAILS, HOLDS, PENDING, rule
 from ..figures import ENCODER_COLORS, plt, renderer, stamp, style
-from ..link_prediction import ap as run_ap, searched_values, select_by_validation
+from ..link_prediction import ap as run_ap, searched_label, searched_values, select_by_validation
 from . import PAPER
 
 
@@ -37,7 +37,7 @@ def _dim_rows(records: list[dict], model_label: str, axis: str) -> list[dict]:
         values = 100 * np.array([run_ap(r, "test", "random") for r in rs])
         params = np.mean([r["metrics"]["n_parameters"] for r in rs])
         n = compared[(encoder, dataset, dim)]
-        selected = ", ".join(f"{k}={v}" for k, v in searched_values(rs[0]["config"]) if v is not None)
+        selected = searched_label(rs[0]["config"])
         cell = {"row_group": f"{model_label} {axis}={dim}", "row": ENCODER_LABELS[encoder],
                 "column": dataset_label(dataset, PAPER), "n_runs": len(rs), "_records": rs,
                 "note": f"selected on validation AP: {selected} (of {n} configuration{'s' * (n != 1)})"}
