@@ -26,7 +26,7 @@ The project runs as the task runs it (`LinkPredictionModel.score`, `link_predict
 `StreamState` calls), at its defaults (float32, exact), and again with `amp: bfloat16` (project-bf16).
 
 Run: python benchmarks/graph_dyglib_bench.py --dyglib /path/to/DyGLib [--quick] [--repeats 3]
-     [--models tgat dygformer tgn] [--batches 5] [--threads 2] [--no-bf16] [--no-ap]
+     [--models tgat dygformer tgn] [--batches 5] [--threads 2] [--no-bf16] [--no-ap] [--ap-seeds 3]
 """
 
 from __future__ import annotations
@@ -325,8 +325,9 @@ def measure_speed(impl: str, name: str, dyglib: str, n: int, threads: int) -> di
             "n_parameters": int(sum(p.numel() for p in m.model.parameters()))}
 
 
-def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str) -> dict:
-    """One epoch on the first 70% of the edges, then the mean per-batch test AP on the last 15%."""
+def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str, seed: int = SEED) -> dict:
+    """One epoch on the first 70% of the edges, then the mean per-batch test AP on the last 15%; `seed` fixes
+    DyGLib's initial weights, the dropout stream and both negative draws (the graph stays the same)."""
     import torch
 
     from timerepro.graphs.evaluate import batched_metrics
@@ -337,16 +338,16 @@ def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str) ->
     train_end, test_start = int(0.70 * n), int(0.85 * n)
     train_mask = np.zeros(n, bool)
     train_mask[:train_end] = True
-    torch.manual_seed(SEED)
+    torch.manual_seed(seed)
     m = build(impl, name, dyglib, train_mask)
     if impl == "dyglib":
         torch.save(m.model.state_dict(), weights)  # the initial weights both implementations start from
     else:
         load_dyglib_weights(m.model, name, weights)
-    torch.manual_seed(SEED)  # the same seed for dropout
+    torch.manual_seed(seed)  # the same seed for dropout
     opt = m.optimizer(1e-4)
     dst_pool = np.unique(dst[:train_end])
-    rng = np.random.RandomState(SEED)
+    rng = np.random.RandomState(seed)
     m.set_graph(True)
     m.reset()
     t0 = time.perf_counter()
@@ -355,7 +356,7 @@ def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str) ->
         m.train_step(opt, (src[sl], dst[sl], ts[sl], eids[sl], dst_pool[rng.randint(0, len(dst_pool), sl.stop - s)]))
     train_s = time.perf_counter() - t0
     m.set_graph(False)
-    rng = np.random.RandomState(SEED + 2)
+    rng = np.random.RandomState(seed + 2)
     pos, neg = [], []
     t0 = time.perf_counter()
     # the edges between training and test go through the model too (memory models must see them)
@@ -405,11 +406,11 @@ def measure_floor(name: str, threads: int, repeats: int = 5) -> dict:
 
 # ------------------------------------------------------------------ the parent
 
-def child(args, impl: str, name: str, mode: str, weights: str | None = None) -> dict:
+def child(args, impl: str, name: str, mode: str, weights: str | None = None, seed: int = SEED) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
            "PYTHONHASHSEED": "0"}
     cmd = [sys.executable, __file__, "--one", impl, name, mode, "--dyglib", args.dyglib, "--batches", str(args.batches),
-           "--threads", str(args.threads)] + (["--weights", weights] if weights else [])
+           "--threads", str(args.threads), "--seed", str(seed)] + (["--weights", weights] if weights else [])
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode:
         raise RuntimeError(f"{impl} {name} {mode} failed:\n{out.stderr[-3000:]}")
@@ -432,7 +433,12 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads of every process")
     parser.add_argument("--quick", action="store_true", help="2 batches, 1 repeat, no AP run")
     parser.add_argument("--no-ap", action="store_true", help="skip the one-epoch AP comparison")
+    parser.add_argument("--no-speed", action="store_true", help="only the AP part (no speed rows, no floor)")
     parser.add_argument("--no-bf16", action="store_true", help="leave out the project's `amp: bfloat16` rows")
+    parser.add_argument("--ap-seeds", type=int, default=1, metavar="K",
+                        help="AP part: seeds 0..K-1 (initial weights, dropout, negatives); K > 1 prints the mean, the "
+                             "spread and the paired difference to DyGLib")
+    parser.add_argument("--seed", type=int, default=SEED, help=argparse.SUPPRESS)
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # internal: impl model mode
     parser.add_argument("--weights", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -446,7 +452,7 @@ def main(argv=None) -> None:
         elif mode == "floor":
             result = measure_floor(name, args.threads)
         else:
-            result = measure_ap(impl, name, args.dyglib, args.threads, args.weights)
+            result = measure_ap(impl, name, args.dyglib, args.threads, args.weights, args.seed)
         print(json.dumps(result))
         return
     if args.quick:
@@ -462,10 +468,11 @@ def main(argv=None) -> None:
     print(f"graph: synthetic UCI size (1,899 nodes, 59,835 edges), zero features of width {N_FEAT}; "
           f"batches of {BATCH} from edge {START}; {args.batches} timed train + {args.batches} eval batches per process, "
           f"{args.repeats} repeat(s); DyGLib at {args.dyglib}")
-    print(f"{'model':<10}{'impl':<14}{'train e/s':>10}{'eval e/s':>10}{'train s/b':>10}{'eval s/b':>10}"
-          f"{'peak MB':>9}{'params':>9}")
+    if not args.no_speed:
+        print(f"{'model':<10}{'impl':<14}{'train e/s':>10}{'eval e/s':>10}{'train s/b':>10}{'eval s/b':>10}"
+              f"{'peak MB':>9}{'params':>9}")
     summary, dyglib_train_rates = [], {}
-    for name in args.models:
+    for name in ([] if args.no_speed else args.models):
         runs = {impl: [] for impl in impls}
         for r in range(args.repeats):
             for impl in (impls if r % 2 == 0 else impls[::-1]):  # alternate the order against drift
@@ -479,34 +486,53 @@ def main(argv=None) -> None:
             ratio = {key: [p[key] / d[key] for p, d in zip(runs[impl], runs["dyglib"])]
                      for key in ("train_edges_per_s", "eval_edges_per_s", "peak_rss_mb")}
             summary.append((name, impl, ratio))
-    print("\nratio to DyGLib, median (min-max over repeats):")
-    print(f"{'model':<10}{'impl':<14}{'train speed':>20}{'eval speed':>20}{'peak memory':>20}")
-    for name, impl, ratio in summary:
-        print(f"{name:<10}{impl:<14}{spread(ratio['train_edges_per_s']):>20}{spread(ratio['eval_edges_per_s']):>20}"
-              f"{spread(ratio['peak_rss_mb']):>20}")
-    if "dygformer" in args.models:
-        floor = child(args, "project", "dygformer", "floor")
-        dyglib_step = np.median([1.0 / r for r in dyglib_train_rates["dygformer"]]) * BATCH
-        print(f"\nDyGFormer's matrix products alone (one training step at DyGLib's shapes, forward and backward): "
-              f"{floor['float32_s']:.3f} s in float32, {floor['bfloat16_s']:.3f} s in bfloat16 against DyGLib's "
-              f"{dyglib_step:.3f} s step: an exact float32 implementation trains at most "
-              f"{dyglib_step / floor['float32_s']:.2f}x DyGLib's speed; bfloat16 products allow "
-              f"{dyglib_step / floor['bfloat16_s']:.2f}x")
+    if not args.no_speed:
+        print("\nratio to DyGLib, median (min-max over repeats):")
+        print(f"{'model':<10}{'impl':<14}{'train speed':>20}{'eval speed':>20}{'peak memory':>20}")
+        for name, impl, ratio in summary:
+            print(f"{name:<10}{impl:<14}{spread(ratio['train_edges_per_s']):>20}{spread(ratio['eval_edges_per_s']):>20}"
+                  f"{spread(ratio['peak_rss_mb']):>20}")
+        if "dygformer" in args.models:
+            floor = child(args, "project", "dygformer", "floor")
+            dyglib_step = np.median([1.0 / r for r in dyglib_train_rates["dygformer"]]) * BATCH
+            print(f"\nDyGFormer's matrix products alone (one training step at DyGLib's shapes, forward and backward): "
+                  f"{floor['float32_s']:.3f} s in float32, {floor['bfloat16_s']:.3f} s in bfloat16 against DyGLib's "
+                  f"{dyglib_step:.3f} s step: an exact float32 implementation trains at most "
+                  f"{dyglib_step / floor['float32_s']:.2f}x DyGLib's speed; bfloat16 products allow "
+                  f"{dyglib_step / floor['bfloat16_s']:.2f}x")
     if args.no_ap:
         return
-    print("\none epoch on the first 70% of the edges from the same initial weights and seed; test AP (mean of "
-          "per-batch AP) on the last 15%:")
-    print(f"{'model':<10}{'impl':<14}{'test AP':>9}{'diff to DyGLib (pts)':>22}{'epoch s':>9}")
+    seeds = list(range(args.ap_seeds))
+    print(f"\none epoch on the first 70% of the edges from the same initial weights and seed; test AP (mean of "
+          f"per-batch AP) on the last 15%; seed(s) {seeds}:")
+    print(f"{'model':<10}{'impl':<14}{'seed':>5}{'test AP':>9}{'diff to DyGLib (pts)':>22}{'epoch s':>9}")
     for name in [m for m in args.models if m != "tgn"]:  # TGN's weights are not mapped (speed only)
-        with tempfile.TemporaryDirectory() as tmp:
-            weights = str(Path(tmp) / "init.pt")
-            ref = child(args, "dyglib", name, "ap", weights)
-            print(f"{name:<10}{'dyglib':<14}{ref['test_ap']:>9.4f}{'':>22}{ref['epoch_s']:>9.0f}", flush=True)
-            for impl in ours:
-                p = child(args, impl, name, "ap", weights)
-                print(f"{name:<10}{impl:<14}{p['test_ap']:>9.4f}{100 * (p['test_ap'] - ref['test_ap']):>22.2f}"
-                      f"{p['epoch_s']:>9.0f}", flush=True)
+        aps = {impl: [] for impl in impls}
+        for seed in seeds:
+            with tempfile.TemporaryDirectory() as tmp:
+                weights = str(Path(tmp) / "init.pt")
+                for impl in impls:  # DyGLib first: it writes the initial weights
+                    p = child(args, impl, name, "ap", weights, seed)
+                    aps[impl].append(p["test_ap"])
+                    diff = "" if impl == "dyglib" else f"{100 * (p['test_ap'] - aps['dyglib'][-1]):.2f}"
+                    print(f"{name:<10}{impl:<14}{seed:>5}{p['test_ap']:>9.4f}{diff:>22}{p['epoch_s']:>9.0f}", flush=True)
+        if len(seeds) > 1:
+            print(ap_summary(name, aps))
 
+
+def ap_summary(name: str, aps: dict) -> str:
+    """Mean and standard deviation over seeds of each implementation's test AP, and of its paired difference to
+    DyGLib's (same seed: same initial weights and negatives), in points."""
+    ref = 100 * np.asarray(aps["dyglib"])
+    lines = [f"{name}: test AP over {len(ref)} seeds, mean +- sd (points); paired difference to DyGLib, mean +- sd"]
+    for impl, values in aps.items():
+        v = 100 * np.asarray(values)
+        line = f"  {impl:<14}{v.mean():7.2f} +- {v.std(ddof=1):.2f}"
+        if impl != "dyglib":
+            d = v - ref
+            line += f"   diff {d.mean():+.2f} +- {d.std(ddof=1):.2f} (min {d.min():+.2f}, max {d.max():+.2f})"
+        lines.append(line)
+    return "\n".join(lines)
 
 if __name__ == "__main__":
     main()
