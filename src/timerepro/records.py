@@ -156,7 +156,7 @@ def code_stamp(results: Path, paper: str) -> Path:
     return results / "jobs" / f"{paper}.fingerprints.json"
 
 
-def update_code_stamp(path: Path, fingerprints: dict, report: str | None = None) -> Path:
+def update_code_stamp(path: Path, fingerprints: dict, report_code: str | None = None) -> Path:
     """Write {job id: fingerprint} (and, given, the report code's fingerprint) only when it differs from the file's
     content, so the file is newer than the paper's aggregate exactly when some of its jobs' code or data, or the
     code that aggregates and renders them, changed. Make judges by
@@ -167,7 +167,7 @@ def update_code_stamp(path: Path, fingerprints: dict, report: str | None = None)
 
     from timerepro.io import atomic_write_text
 
-    stamp = {"jobs": fingerprints, "report": report} if report is not None else fingerprints
+    stamp = {"jobs": fingerprints, "report": report_code} if report_code is not None else fingerprints
     text = json.dumps(stamp, indent=1, sort_keys=True) + "\n"
     if not path.is_file() or path.read_text() != text:
         atomic_write_text(path, text)

@@ -204,14 +204,14 @@ def test_an_edit_of_the_report_code_rewrites_every_papers_stamp_and_no_run_finge
     before = report_fingerprint(Source(package))
     run_before = Fingerprinter(package_dir=package).code("link_prediction", "tgat", "cosine").digest
     path = records.code_stamp(tmp_path, "swinit")
-    records.update_code_stamp(path, {"job1": "a" * 16}, report=before)
+    records.update_code_stamp(path, {"job1": "a" * 16}, report_code=before)
     stamp = path.stat().st_mtime_ns
-    records.update_code_stamp(path, {"job1": "a" * 16}, report=report_fingerprint(Source(package)))
+    records.update_code_stamp(path, {"job1": "a" * 16}, report_code=report_fingerprint(Source(package)))
     assert path.stat().st_mtime_ns == stamp
     module = package / "report" / "swinit.py"
     module.write_text(module.read_text().replace('EDGEBANK = "EdgeBank (floor)"', 'EDGEBANK = "EdgeBank, the floor"'))
     after = report_fingerprint(Source(package))
     assert after != before
     assert Fingerprinter(package_dir=package).code("link_prediction", "tgat", "cosine").digest == run_before
-    records.update_code_stamp(path, {"job1": "a" * 16}, report=after)
+    records.update_code_stamp(path, {"job1": "a" * 16}, report_code=after)
     assert json.loads(path.read_text()) == {"jobs": {"job1": "a" * 16}, "report": after}

@@ -31,7 +31,7 @@ REPORT_CODE = report_fingerprint(FINGERPRINTS.source)  # the aggregators' and re
 for _paper in PAPERS:  # rewritten only when a job's or the report's fingerprint changed (records.update_code_stamp)
     records.update_code_stamp(records.code_stamp(RESULTS, _paper),
                               {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper},
-                              report=REPORT_CODE)
+                              report_code=REPORT_CODE)
 
 if any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
     _unpinned = unpinned_report(REG, SCALE)
