@@ -353,19 +353,6 @@ def code_fingerprint(roots: list[str], *, foreign: set[str] = frozenset(), forei
     return CodeFingerprint(digest, dict(sorted(modules.items())), partial)
 
 
-REPORT_ENGINE = ("timerepro.report", "timerepro.report.aggregate", "timerepro.report.render", "timerepro.report.claims",
-                 "timerepro.report.html")
-
-
-def report_fingerprint(source: Source | None = None) -> str:
-    """Digest of the code that turns run records into aggregates, tables and figures: the report engine and every
-    family module params/ may name (report/families.py), with what they import. Its change makes every paper's
-    aggregation due again without touching a run (the `aggregate` rule's stamp, records.code_stamp)."""
-    from timerepro.report.families import modules
-
-    return code_fingerprint(list(REPORT_ENGINE) + modules(), source=source).digest
-
-
 # ---------------------------------------------------------------- a run's fingerprint
 
 def run_datasets(config: dict) -> list[str]:

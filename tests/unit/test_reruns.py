@@ -199,7 +199,8 @@ def test_the_code_stamp_is_rewritten_only_when_a_fingerprint_changes(tmp_path):
 def test_an_edit_of_the_report_code_rewrites_every_papers_stamp_and_no_run_fingerprint(package, tmp_path):
     """The aggregate rule's stamp carries the report code's fingerprint: editing an aggregator makes the papers'
     aggregation due (their stamp is rewritten) while every run stays complete (its fingerprint is unchanged)."""
-    from timerepro.fingerprint import Source, report_fingerprint
+    from timerepro.fingerprint import Source
+    from timerepro.report.families import report_fingerprint
 
     before = report_fingerprint(Source(package))
     run_before = Fingerprinter(package_dir=package).code("link_prediction", "tgat", "cosine").digest

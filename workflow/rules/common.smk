@@ -8,7 +8,8 @@ from snakemake.settings.types import DeploymentMethod
 
 from timerepro import cluster, records, registry
 from timerepro.data.pinning import unpinned_report
-from timerepro.fingerprint import Fingerprinter, report_fingerprint, run_datasets
+from timerepro.fingerprint import Fingerprinter, run_datasets
+from timerepro.report.families import report_fingerprint
 from timerepro.names import STANDIN_SCALES
 from timerepro.paths import data_dir, processed_path, results_dir
 
