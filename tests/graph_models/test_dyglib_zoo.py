@@ -146,6 +146,20 @@ def test_edgebank_is_evaluated_without_training(task, tmp_path):
     assert metrics["test_transductive_historical_ap"] < metrics["test_transductive_random_ap"]
 
 
+def test_eval_batch_size_batches_evaluation_apart_from_training(task, tmp_path):
+    """EdgeBank does not train: with eval_batch_size its metrics are those of a run whose one batch size is that
+    size, and (the batch-averaged AP depends on the batching) not those of its training batch size."""
+    def test_metrics(**over):
+        d = runs.execute(make_config("edgebank", edgebank_memory="unlimited", **over), results=tmp_path,
+                         show_progress=False)
+        m = json.loads((d / "metrics.json").read_text())
+        return {k: v for k, v in m.items() if k.startswith(("val_", "test_"))}
+
+    split = test_metrics(batch_size=10, eval_batch_size=200)
+    assert split == test_metrics(batch_size=200)
+    assert split != test_metrics(batch_size=10)
+
+
 @pytest.mark.parametrize("name", sorted(MODELS_YAML))
 def test_every_backbone_with_an_observe_hook_is_a_stream_state(name):
     """The task calls a backbone's state only through `stream_state`, a structural check on all five methods:

@@ -35,8 +35,8 @@ def test_a_stand_in_is_never_held_against_a_real_graph_or_another_scale():
 
 
 def test_smoke_and_offline_stand_ins_of_one_dataset_are_different_data():
-    """dyg_mamba's offline cut runs on the smoke stand-ins: its EdgeBank must not judge linear_time's cells on the
-    offline stand-in of the same dataset (the labels used to be identical)."""
+    """An EdgeBank run on the smoke stand-in must not judge cells on the offline stand-in of the same dataset (the
+    labels used to be identical, when dyg_mamba's offline cut ran on the smoke stand-ins)."""
     from timerepro.report.aggregate import _data_label
 
     def record(scale: str) -> dict:
@@ -46,6 +46,13 @@ def test_smoke_and_offline_stand_ins_of_one_dataset_are_different_data():
 
     smoke, offline = _data_label([record("smoke")]), _data_label([record("offline")])
     assert smoke != offline and smoke.endswith("smoke size") and offline.endswith("offline size")
+    # records written since carry the size as its own field (data_identity), which wins over the generator line
+    from timerepro.data.manifest import data_identity
+
+    fielded = {"provenance": {"data": data_identity("enron", "offline", {"label": record("smoke")["provenance"]["data"]["label"],
+                                                                          "sources": [{"generated": "by hand"}]})}}
+    assert fielded["provenance"]["data"]["standin_size"] == "offline" and _data_label([fielded]) == offline
+    assert "standin_size" not in data_identity("enron", None, {"label": "Enron (real data)", "sources": []})
     rows = pd.DataFrame([_row("TGAT", "Linear", "Enron", 50.0, data=offline)])
     assert below_edgebank(rows, pd.DataFrame([_row("EdgeBank", "-", "Enron", 60.0, data=smoke)])).empty
     assert len(below_edgebank(rows, pd.DataFrame([_row("EdgeBank", "-", "Enron", 60.0, data=offline)]))) == 1

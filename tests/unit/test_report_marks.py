@@ -132,6 +132,24 @@ def test_cells_below_edgebank_are_flagged_in_the_report_and_the_markdown_notes(r
     assert "70.50 †" in box and "80.50 †" not in box and "below EdgeBank: suspect" in box
 
 
+def _sw(model, dataset, mean, setting="transductive"):
+    return {"artifact": "table1", "row_group": setting, "row": model, "column": dataset,
+            "metric": "precision_link_prediction", "mean": mean}
+
+
+def test_swinit_cells_below_its_edgebank_floor_row_are_flagged_transductive_only(reg, tmp_path):
+    write_aggregate(tmp_path, "swinit", [_sw("EdgeBank (floor)", "MOOC", 70.0), _sw("JODIE-rnn", "MOOC", 55.25),
+                                         _sw("SWINIT-GRU", "MOOC", 80.0), _sw("DyRep", "Reddit", 40.0),
+                                         _sw("JODIE-gru", "MOOC", 45.0, setting="inductive")])
+    sw = suspects.flagged_in("swinit", tmp_path)
+    # Reddit has no floor row: not judged; the inductive setting has no EdgeBank: not judged
+    assert list(zip(sw["row_group"], sw["row"], sw["column"])) == [("transductive", "JODIE-rnn", "MOOC")]
+    assert sw["dataset"].tolist() == ["jodie_mooc"] and sw["edgebank_mean"].tolist() == [70.0]
+    render.render_paper(reg, "swinit", "offline", tmp_path)
+    md = (tmp_path / "tables" / "swinit" / "table1.md").read_text()
+    assert "55.25 †" in md and "80.00 †" not in md and "EdgeBank (floor)" in md and "† below EdgeBank: suspect" in md
+
+
 def test_no_edgebank_row_means_no_flag(reg, tmp_path):
     write_aggregate(tmp_path, "dyg_mamba", [_dm("TGN", "UCI", 1.0)])
     assert suspects.flagged_in("dyg_mamba", tmp_path).empty

@@ -194,3 +194,25 @@ def test_the_code_stamp_is_rewritten_only_when_a_fingerprint_changes(tmp_path):
     assert path.stat().st_mtime_ns == stamp  # same fingerprints: the date stays (nothing becomes due)
     records.update_code_stamp(path, {"job1": "b" * 16})
     assert json.loads(path.read_text()) == {"job1": "b" * 16}
+
+
+def test_an_edit_of_the_report_code_rewrites_every_papers_stamp_and_no_run_fingerprint(package, tmp_path):
+    """The aggregate rule's stamp carries the report code's fingerprint: editing an aggregator makes the papers'
+    aggregation due (their stamp is rewritten) while every run stays complete (its fingerprint is unchanged)."""
+    from timerepro.fingerprint import Source
+    from timerepro.report.families import report_fingerprint
+
+    before = report_fingerprint(Source(package))
+    run_before = Fingerprinter(package_dir=package).code("link_prediction", "tgat", "cosine").digest
+    path = records.code_stamp(tmp_path, "swinit")
+    records.update_code_stamp(path, {"job1": "a" * 16}, report_code=before)
+    stamp = path.stat().st_mtime_ns
+    records.update_code_stamp(path, {"job1": "a" * 16}, report_code=report_fingerprint(Source(package)))
+    assert path.stat().st_mtime_ns == stamp
+    module = package / "report" / "swinit.py"
+    module.write_text(module.read_text().replace('EDGEBANK = "EdgeBank (floor)"', 'EDGEBANK = "EdgeBank, the floor"'))
+    after = report_fingerprint(Source(package))
+    assert after != before
+    assert Fingerprinter(package_dir=package).code("link_prediction", "tgat", "cosine").digest == run_before
+    records.update_code_stamp(path, {"job1": "a" * 16}, report_code=after)
+    assert json.loads(path.read_text()) == {"jobs": {"job1": "a" * 16}, "report": after}

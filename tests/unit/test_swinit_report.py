@@ -35,6 +35,27 @@ def test_table1_selects_the_lr_on_the_setting_validation_and_fills_placeholders(
     assert len(rows) == 2 * 6 * (3 * 2 + 1)  # every (setting, model, dataset x metric | # parameters) once
 
 
+def _edgebank(dataset, memory, val, test):
+    return {"config": {"task": "link_prediction", "model": "edgebank", "dataset": dataset, "edgebank_memory": memory,
+                       "seed": 0},
+            "metrics": {"val_transductive_random_ap": val, "test_transductive_random_ap": test,
+                        "test_transductive_random_auc": test - 0.05, "n_parameters": 0}}
+
+
+def test_table1_puts_edgebank_beside_the_models_as_a_floor_row_of_its_best_memory():
+    recs = [_lp("swinit_gru", "jodie_mooc", 1e-4, 0, test=0.8), _edgebank("jodie_mooc", "unlimited", 0.6, 0.9),
+            _edgebank("jodie_mooc", "time_window_repeat", 0.7, 0.65)]
+    rows = sw.swinit_table1(recs)
+    floor = [r for r in rows if r["row"] == sw.EDGEBANK]
+    assert {(r["row_group"], r["column"], r["metric"]) for r in floor} == {("transductive", "MOOC", sw.AP),
+                                                                           ("transductive", "MOOC", sw.AUC)}
+    ap = next(r for r in floor if r["metric"] == sw.AP)
+    assert ap["mean"] == pytest.approx(65.0) and "time_window_repeat" in ap["note"] and "not in the paper" in ap["note"]
+    # EdgeBank is neither a Table 1 model (no parameter cell, no placeholders) nor in the speed table
+    assert not any(r["row"] in ("edgebank", sw.EDGEBANK) for r in sw.swinit_table2(recs))
+    assert len(rows) == 2 * 6 * (3 * 2 + 1) + 2
+
+
 def test_placeholders_print_as_not_yet_reproduced_and_real_nans_stay_blank():
     pub = pd.DataFrame([{"paper": "swinit", "artifact": "table3", "row_group": "g", "row": r, "column": "Wikipedia",
                          "metric": "m", "mean": 80.0, "std": 1.0, "note": ""} for r in ("A", "B")])

@@ -9,6 +9,7 @@ from snakemake.settings.types import DeploymentMethod
 from timerepro import cluster, records, registry
 from timerepro.data.pinning import unpinned_report
 from timerepro.fingerprint import Fingerprinter, run_datasets
+from timerepro.report.families import report_fingerprint
 from timerepro.names import STANDIN_SCALES
 from timerepro.paths import data_dir, processed_path, results_dir
 
@@ -27,9 +28,11 @@ JOBS = {j.job_id: j for j in REG.jobs(SCALE)}
 PAPERS = list(registry.PAPERS)
 FINGERPRINTS = Fingerprinter(models=REG.models)
 JOB_CODE = {jid: FINGERPRINTS.job([r.config for r in j.runs]) for jid, j in JOBS.items()}
-for _paper in PAPERS:  # rewritten only when a job's fingerprint changed (see records.update_code_stamp)
+REPORT_CODE = report_fingerprint(FINGERPRINTS.source)  # the aggregators' and renderers' code
+for _paper in PAPERS:  # rewritten only when a job's or the report's fingerprint changed (records.update_code_stamp)
     records.update_code_stamp(records.code_stamp(RESULTS, _paper),
-                              {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper})
+                              {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper},
+                              report_code=REPORT_CODE)
 
 if any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
     _unpinned = unpinned_report(REG, SCALE)

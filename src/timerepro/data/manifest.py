@@ -77,5 +77,6 @@ def data_identity(name: str, standin: str | None, manifest: dict) -> dict:
     shas = [src.get("sha256") for src in manifest.get("sources", [])]
     kind = DataKind.STANDIN if standin else DataKind(manifest.get("kind", DataKind.REAL.value))
     return {"dataset": name, "kind": kind.value, "source": "standin" if standin else "real", "standin": bool(standin),
+            **({"standin_size": standin} if standin else {}),  # smoke and offline stand-ins are different graphs
             "label": manifest.get("label"), "sha256": shas[0] if len(shas) == 1 else ",".join(map(str, shas)),
             "sources": manifest.get("sources")}

@@ -48,7 +48,10 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def _standin_size(data: dict) -> str | None:
-    """The stand-in size a record's data was generated at ("smoke", "offline"), read from its sources."""
+    """The stand-in size a record's data was generated at ("smoke", "offline"): its provenance field, or for a record
+    written before that field, the generator line of its sources."""
+    if data.get("standin_size"):
+        return data["standin_size"]
     for source in data.get("sources") or []:
         match = re.search(r"\bscale=(\w+)", source.get("generated", ""))
         if match:

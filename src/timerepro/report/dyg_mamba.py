@@ -25,6 +25,7 @@ from . import published
 from .aggregate import TIME_PER_EPOCH, aggregator, mean_std
 from .claims import FAILS, HOLDS, PENDING, on_standins, rule, withheld_on_standins
 from .figures import plt, renderer, stamp, style
+from .floors import edgebank_choice
 
 MODEL_LABELS = {"jodie": "JODIE", "dyrep": "DyRep", "tgat": "TGAT", "tgn": "TGN", "cawn": "CAWN", "edgebank": "EdgeBank",
                 "tcl": "TCL", "graphmixer": "GraphMixer", "dygformer": "DyGFormer", "dyg_mamba": "DyG-Mamba"}
@@ -98,19 +99,6 @@ def _main_groups(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
     return groups
 
 
-def _edgebank_choice(rs: list[dict], strategy: str) -> list[dict]:
-    """EdgeBank's runs of the memory with the best validation AP under `strategy` (ties: first memory listed)."""
-    by_mem = defaultdict(list)
-    for r in rs:
-        by_mem[r["config"].get("edgebank_memory")].append(r)
-    key = f"val_transductive_{strategy}_ap"
-    scored = {m: np.mean([r["metrics"][key] for r in g]) for m, g in by_mem.items() if all(key in r["metrics"] for r in g)}
-    if not scored:
-        return []
-    best = max(scored, key=lambda m: scored[m])
-    return by_mem[best]
-
-
 def lp_rows(records: list[dict], setting: str, kind: str, blocks=("rnd", "hist", "ind")) -> list[dict]:
     """Cells, Avg. Rank rows and (all three blocks) the mean of the three Avg. Rank rows of one table."""
     groups = _main_groups(records)
@@ -124,7 +112,7 @@ def lp_rows(records: list[dict], setting: str, kind: str, blocks=("rnd", "hist",
             if model == "EdgeBank":
                 if setting == "inductive":
                     continue  # N/A in the paper: EdgeBank has no notion of unseen nodes
-                rs = _edgebank_choice(rs, strategy)
+                rs = edgebank_choice(rs, f"val_transductive_{strategy}_ap")
             cell = _cell(rs, f"test_{setting}_{strategy}_{kind}")
             if cell is None:
                 continue

@@ -62,3 +62,17 @@ def load() -> None:
         imported = importlib.import_module(module)
         for catalog in (aggregate.AGGREGATORS, figures.RENDERERS, claims.RULES):
             catalog.add_marked(imported)
+
+
+ENGINE = ("timerepro.report", "timerepro.report.aggregate", "timerepro.report.render", "timerepro.report.claims",
+          "timerepro.report.html")
+
+
+def report_fingerprint(source=None) -> str:
+    """Digest of the code that turns run records into aggregates, tables and figures: the report engine and every
+    module listed here, with what they import (`source`: a `fingerprint.Source`, the installed package by default).
+    Its change makes every paper's aggregation due again without touching a run (records.code_stamp). It lives
+    here, not in fingerprint.py, which runs import: a run's fingerprint must not follow it into the report."""
+    from timerepro.fingerprint import code_fingerprint
+
+    return code_fingerprint(list(ENGINE) + modules(), source=source).digest

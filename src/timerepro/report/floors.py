@@ -9,6 +9,9 @@ carry them, the same scale and data label (a stand-in is never held against a re
 
 from __future__ import annotations
 
+from collections import defaultdict
+
+import numpy as np
 import pandas as pd
 
 MATCH = ("column", "metric")  # always matched
@@ -29,3 +32,15 @@ def below_edgebank(rows: pd.DataFrame, edgebank: pd.DataFrame, metrics=AP_METRIC
     judged = cells.merge(floor, on=keys, how="inner")
     judged["margin"] = judged["mean"] - judged["edgebank_mean"]
     return judged[judged["margin"] < 0].sort_values("margin", kind="stable").reset_index(drop=True)
+
+
+def edgebank_choice(records: list[dict], key: str) -> list[dict]:
+    """EdgeBank's run records of the memory with the best mean `key` (a validation metric; ties: the first memory
+    listed): "the best of its 4 variants", chosen per cell as DyGLib's tables and dyg_mamba's do."""
+    by_mem = defaultdict(list)
+    for r in records:
+        by_mem[r["config"].get("edgebank_memory")].append(r)
+    scored = {m: np.mean([r["metrics"][key] for r in g]) for m, g in by_mem.items() if all(key in r["metrics"] for r in g)}
+    if not scored:
+        return []
+    return by_mem[max(scored, key=lambda m: scored[m])]

@@ -3,7 +3,8 @@
 `floors.below_edgebank` judges cells against EdgeBank on the same dataset, metric, scale and data; this module
 brings each paper's table layout to those keys (LAYOUTS: paper -> aggregated rows -> one row per cell with its
 dataset name, model and sampler), takes EdgeBank's rows of every paper as the floor (linear_time runs no EdgeBank
-of its own; dyg_mamba's runs it on the same graphs), and marks the flagged cells in tables and notes.
+of its own: dyg_mamba's runs it on the same graphs; swinit's Table 1 has a floor row on its JODIE graphs), and marks
+the flagged cells in tables and notes.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ def _dataset_names(paper: str) -> dict[str, str]:
 
     out = {e["name"]: name for name, ds in load_lock().datasets.items() for p, e in ds.papers.items()
            if p == paper and e.get("name")}
-    if paper == "dyg_mamba":
-        from .dyg_mamba import DATASET_LABELS
+    if paper in ("dyg_mamba", "swinit"):
+        from importlib import import_module
 
-        out.update({label: name for name, label in DATASET_LABELS.items()})
+        labels = import_module(f"timerepro.report.{paper}").DATASET_LABELS
+        out.update({label: name for name, label in labels.items()})
     return out
 
 
@@ -58,7 +60,17 @@ def _dyg_mamba(df: pd.DataFrame) -> pd.DataFrame:
     return _cells(sel, sel["row"], sel["column"], sel["metric"].map(DM_METRICS))
 
 
-LAYOUTS = {"linear_time": _linear_time, "dyg_mamba": _dyg_mamba}
+def _swinit(df: pd.DataFrame) -> pd.DataFrame:
+    """Table 1: row_group = setting, row = model (EdgeBank's floor row included), column = dataset, test AP x 100
+    under random negatives; the transductive setting only (EdgeBank has no notion of unseen nodes)."""
+    from .swinit import AP, EDGEBANK as FLOOR
+
+    sel = df[(df["artifact"] == "table1") & (df["metric"] == AP) & (df["row_group"] == "transductive")]
+    model = sel["row"].where(sel["row"] != FLOOR, EDGEBANK)
+    return _cells(sel, sel["column"], model, pd.Series("AP_random_NS_test", index=sel.index))
+
+
+LAYOUTS = {"linear_time": _linear_time, "dyg_mamba": _dyg_mamba, "swinit": _swinit}
 
 
 def flagged(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:

@@ -20,6 +20,7 @@ import pandas as pd
 from . import published
 from .aggregate import TIME_PER_EPOCH, aggregator, mean_std
 from .claims import FAILS, HOLDS, PENDING, rule
+from .floors import edgebank_choice
 from .tables import NOT_YET
 
 PAPER = "swinit"
@@ -37,6 +38,8 @@ AP, AUC, PARAMS, NC_AUC = ("precision_link_prediction", "ROC_AUC_link_prediction
 PARAMS_COLUMN, SPEED, NC_GROUP, ABLATION = "# parameters", "training speed", "node classification", "ablation (Wikipedia)"
 INPUT_LABELS = {"raw": "raw", "raw_trsvd": "raw+trSVD", "trsvd": "trSVD"}  # Table 4's row prefixes
 NOT_RUN = f"{NOT_YET}: no completed run of this model at this scale"
+# EdgeBank is not in the paper: its row in Table 1 is the floor of every link-prediction cell (issue 15)
+EDGEBANK = "EdgeBank (floor)"
 
 
 def _model(config: dict) -> str:
@@ -81,8 +84,8 @@ def _grid(metrics: list[str]) -> list[tuple[str, str]]:
 
 
 def _lp_cells(records: list[dict]) -> dict[tuple, list[dict]]:
-    """(setting, model, dataset) -> selected seeds, TRSVD input only (Table 1's models)."""
-    main = [r for r in records if _input(r["config"]) == "trsvd"]
+    """(setting, model, dataset) -> selected seeds, TRSVD input only (Table 1's models; EdgeBank apart)."""
+    main = [r for r in records if _input(r["config"]) == "trsvd" and r["config"]["model"] != "edgebank"]
     return select_lr(main, lambda r: (_setting(r["config"]), _model(r["config"]), DATASET_LABELS.get(r["config"]["dataset"], r["config"]["dataset"])))
 
 
@@ -102,7 +105,24 @@ def swinit_table1(records: list[dict]) -> list[dict]:
         ds = "Wikipedia" if "Wikipedia" in by_ds else sorted(by_ds)[0]
         note = "built on " + ds + "; " + ", ".join(f"{d} {n}" for d, (n, _) in sorted(by_ds.items()))
         rows.append(_row(setting, model, PARAMS_COLUMN, PARAMS, [float(by_ds[ds][0])], by_ds[ds][1], note))
-    return rows + _placeholders(rows, SETTINGS, MODELS, _grid([AP, AUC]) + [(PARAMS_COLUMN, PARAMS)])
+    return rows + _placeholders(rows, SETTINGS, MODELS, _grid([AP, AUC]) + [(PARAMS_COLUMN, PARAMS)]) + _floor_rows(records)
+
+
+def _floor_rows(records: list[dict]) -> list[dict]:
+    """EdgeBank's transductive cells on each dataset (its memory with the best validation AP; it learns nothing and
+    has no notion of unseen nodes, so no inductive cell): the floor a trained model should clear."""
+    by_ds = defaultdict(list)
+    for r in records:
+        if r["config"]["model"] == "edgebank":
+            by_ds[DATASET_LABELS.get(r["config"]["dataset"], r["config"]["dataset"])].append(r)
+    rows = []
+    for dataset, rs in sorted(by_ds.items()):
+        rs = edgebank_choice(rs, "val_transductive_random_ap")
+        note = f"not in the paper: the floor; memory {rs[0]['config'].get('edgebank_memory')} (best validation AP)"
+        for metric, key in ((AP, "ap"), (AUC, "auc")):
+            rows.append(_row("transductive", EDGEBANK, dataset, metric,
+                             [100 * r["metrics"][f"test_transductive_random_{key}"] for r in rs], rs, note))
+    return rows
 
 
 @aggregator("swinit_table2")

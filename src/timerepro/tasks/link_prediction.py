@@ -31,6 +31,9 @@ Optional, compatible extensions of that contract:
   and restore named copies around validation and test (`models/graph/memory.py` says when and why).
 
 Settings: `amp: bfloat16` runs the forward passes under autocast (`none`, float32, by default; not exact).
+`eval_batch_size` (absent: `batch_size`, DyGLib's one size) batches validation and test apart from training, so
+a laptop cut that trains in small batches still evaluates, and is floored by EdgeBank, under the paper's batching
+(the batch-averaged AP and a memory model's updates depend on it).
 The batch loops keep losses and probabilities on the model's device and read them back once per epoch
 or evaluation; neighbour retrieval results are moved once per batch (`backbone.to_device`).
 """
@@ -216,6 +219,7 @@ def run(config: dict, ctx) -> dict:
     config = overrides.resolve(config)  # dyg_mamba: per-dataset overrides, one history length for all models
     seed = int(config["seed"])
     batch_size = int(config["batch_size"])
+    eval_batch_size = int(config.get("eval_batch_size") or batch_size)
     eval_negatives = list(config["eval_negatives"])
     monitor_negatives = config["monitor_negatives"]
     monitor = config["monitor_metric"]
@@ -278,7 +282,7 @@ def run(config: dict, ctx) -> dict:
         return {"train_loss": total.item() / max(len(train_idx), 1)}
 
     def validate() -> dict:
-        m = evaluate(model, data, val_idx, monitor_samplers[monitor_part], full_graph, batch_size, amp)
+        m = evaluate(model, data, val_idx, monitor_samplers[monitor_part], full_graph, eval_batch_size, amp)
         return {k: v for k, v in m.items() if k != "n_edges"}
 
     if trainable(model):
@@ -298,7 +302,7 @@ def run(config: dict, ctx) -> dict:
                 continue  # no new-node edge in this split (tiny graphs)
             idx = np.flatnonzero(getattr(split, mask_name))
             state.restore_state("train_end" if prefix.startswith("val") else "val_end")
-            m = evaluate(model, data, idx, samplers[sampler_name], full_graph, batch_size, amp)
+            m = evaluate(model, data, idx, samplers[sampler_name], full_graph, eval_batch_size, amp)
             evaluated[f"{prefix}_{strategy}"] = m["n_edges"]
             for key in ("ap", "auc", "ap_whole", "auc_whole"):
                 metrics[f"{prefix}_{strategy}_{key}"] = m[key]
