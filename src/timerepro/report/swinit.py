@@ -46,6 +46,10 @@ def _model(config: dict) -> str:
     return MODEL_LABELS.get(config["model"], config["model"])
 
 
+def _dataset(config: dict) -> str:
+    return DATASET_LABELS.get(config["dataset"], config["dataset"])
+
+
 def _input(config: dict) -> str:
     return config.get("spectral_input", "trsvd")
 
@@ -86,7 +90,7 @@ def _grid(metrics: list[str]) -> list[tuple[str, str]]:
 def _lp_cells(records: list[dict]) -> dict[tuple, list[dict]]:
     """(setting, model, dataset) -> selected seeds, TRSVD input only (Table 1's models; EdgeBank apart)."""
     main = [r for r in records if _input(r["config"]) == "trsvd" and r["config"]["model"] != "edgebank"]
-    return select_lr(main, lambda r: (_setting(r["config"]), _model(r["config"]), DATASET_LABELS.get(r["config"]["dataset"], r["config"]["dataset"])))
+    return select_lr(main, lambda r: (_setting(r["config"]), _model(r["config"]), _dataset(r["config"])))
 
 
 @aggregator("swinit_table1")
@@ -114,7 +118,7 @@ def _floor_rows(records: list[dict]) -> list[dict]:
     by_ds = defaultdict(list)
     for r in records:
         if r["config"]["model"] == "edgebank":
-            by_ds[DATASET_LABELS.get(r["config"]["dataset"], r["config"]["dataset"])].append(r)
+            by_ds[_dataset(r["config"])].append(r)
     rows = []
     for dataset, rs in sorted(by_ds.items()):
         rs = edgebank_choice(rs, "val_transductive_random_ap")
@@ -144,7 +148,7 @@ def swinit_table3(records: list[dict]) -> list[dict]:
     groups = defaultdict(list)
     for r in records:
         if _input(r["config"]) == "trsvd":
-            groups[(_model(r["config"]), DATASET_LABELS.get(r["config"]["dataset"], r["config"]["dataset"]))].append(r)
+            groups[(_model(r["config"]), _dataset(r["config"]))].append(r)
     rows = [_row(NC_GROUP, model, dataset, NC_AUC, [100 * r["metrics"]["test_auc"] for r in rs], rs)
             for (model, dataset), rs in sorted(groups.items())]
     return rows + _placeholders(rows, [NC_GROUP], MODELS, _grid([NC_AUC]))
