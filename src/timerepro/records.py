@@ -156,9 +156,9 @@ def code_stamp(results: Path, paper: str) -> Path:
     return results / "jobs" / f"{paper}.fingerprints.json"
 
 
-def update_code_stamp(path: Path, fingerprints: dict, report_code: str | None = None) -> Path:
-    """Write {job id: fingerprint} (and, given, the report code's fingerprint) only when it differs from the file's
-    content, so the file is newer than the paper's aggregate exactly when some of its jobs' code or data, or the
+def update_code_stamp(path: Path, fingerprints: dict, report_code: str) -> Path:
+    """Write {"jobs": {job id: fingerprint}, "report": the report code's fingerprint} only when it differs from the
+    file's content, so the file is newer than the paper's aggregate exactly when some of its jobs' code or data, or the
     code that aggregates and renders them, changed. Make judges by
     dates, and a job whose output exists never looks at inputs that are missing (the renamed markers):
     this date is what makes the aggregate, hence the changed jobs, due again, with or without
@@ -167,8 +167,7 @@ def update_code_stamp(path: Path, fingerprints: dict, report_code: str | None = 
 
     from timerepro.io import atomic_write_text
 
-    stamp = {"jobs": fingerprints, "report": report_code} if report_code is not None else fingerprints
-    text = json.dumps(stamp, indent=1, sort_keys=True) + "\n"
+    text = json.dumps({"jobs": fingerprints, "report": report_code}, indent=1, sort_keys=True) + "\n"
     if not path.is_file() or path.read_text() != text:
         atomic_write_text(path, text)
     return path

@@ -188,12 +188,12 @@ def test_report_hook_lists_per_artifact_the_numbers_made_by_other_code(reg, conf
 
 def test_the_code_stamp_is_rewritten_only_when_a_fingerprint_changes(tmp_path):
     path = records.code_stamp(tmp_path, "linear_time")
-    records.update_code_stamp(path, {"job1": "a" * 16})
+    records.update_code_stamp(path, {"job1": "a" * 16}, report_code="r" * 16)
     stamp = path.stat().st_mtime_ns
-    records.update_code_stamp(path, {"job1": "a" * 16})
+    records.update_code_stamp(path, {"job1": "a" * 16}, report_code="r" * 16)
     assert path.stat().st_mtime_ns == stamp  # same fingerprints: the date stays (nothing becomes due)
-    records.update_code_stamp(path, {"job1": "b" * 16})
-    assert json.loads(path.read_text()) == {"job1": "b" * 16}
+    records.update_code_stamp(path, {"job1": "b" * 16}, report_code="r" * 16)
+    assert json.loads(path.read_text()) == {"jobs": {"job1": "b" * 16}, "report": "r" * 16}
 
 
 def test_an_edit_of_the_report_code_rewrites_every_papers_stamp_and_no_run_fingerprint(package, tmp_path):
