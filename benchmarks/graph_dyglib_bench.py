@@ -374,9 +374,9 @@ def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str, se
 def measure_floor(name: str, threads: int, repeats: int = 5) -> dict:
     """DyGFormer: seconds of the matrix products alone of one training step at DyGLib's shapes (the positive
     and the negative pairs, each 200 x 64 tokens of width 4 d_ch through every layer: QKV, output, FFN in
-    and out; forward and backward), in float32 and bfloat16. Every token goes through every layer and the
-    output averages all of them, so no exact change removes these products: DyGLib's step time over the
-    float32 figure bounds what an exact float32 implementation can gain."""
+    and out; forward and backward), in float32 and bfloat16, and of the forward alone (an evaluation batch).
+    Every token goes through every layer and the output averages all of them, so no exact change removes these
+    products: DyGLib's step time over the float32 figure bounds what an exact float32 implementation can gain."""
     import torch
 
     assert name == "dygformer", "the floor is stated for DyGFormer only"
@@ -386,20 +386,23 @@ def measure_floor(name: str, threads: int, repeats: int = 5) -> dict:
     shapes = [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)]  # (out, in) of QKV, output, FFN in, FFN out
     weights = [torch.randn(*s, requires_grad=True) for s in shapes]
 
-    def step(dtype) -> None:
+    def step(dtype, backward: bool = True) -> None:
         for _ in range(2):  # positive pairs, negative pairs
-            x = torch.randn(rows, d, dtype=dtype, requires_grad=True)
-            for _ in range(cfg["num_layers"]):
-                qkv = x @ weights[0].to(dtype).t()
-                x = ((qkv[:, :d] @ weights[1].to(dtype).t()) @ weights[2].to(dtype).t()) @ weights[3].to(dtype).t()
-            x.sum().backward()
+            x = torch.randn(rows, d, dtype=dtype, requires_grad=backward)
+            with torch.set_grad_enabled(backward):
+                for _ in range(cfg["num_layers"]):
+                    qkv = x @ weights[0].to(dtype).t()
+                    x = ((qkv[:, :d] @ weights[1].to(dtype).t()) @ weights[2].to(dtype).t()) @ weights[3].to(dtype).t()
+            if backward:
+                x.sum().backward()
 
     out = {}
-    for dtype, key in ((torch.float32, "float32_s"), (torch.bfloat16, "bfloat16_s")):
-        step(dtype)
+    for dtype, backward, key in ((torch.float32, True, "float32_s"), (torch.bfloat16, True, "bfloat16_s"),
+                                 (torch.float32, False, "float32_eval_s")):
+        step(dtype, backward)
         t0 = time.perf_counter()
         for _ in range(repeats):
-            step(dtype)
+            step(dtype, backward)
         out[key] = (time.perf_counter() - t0) / repeats
     return out
 
@@ -471,7 +474,7 @@ def main(argv=None) -> None:
     if not args.no_speed:
         print(f"{'model':<10}{'impl':<14}{'train e/s':>10}{'eval e/s':>10}{'train s/b':>10}{'eval s/b':>10}"
               f"{'peak MB':>9}{'params':>9}")
-    summary, dyglib_train_rates = [], {}
+    summary, dyglib_train_rates, dyglib_eval_rates = [], {}, {}
     for name in ([] if args.no_speed else args.models):
         runs = {impl: [] for impl in impls}
         for r in range(args.repeats):
@@ -482,6 +485,7 @@ def main(argv=None) -> None:
                       f"{res['train_s_per_batch']:>10.3f}{res['eval_s_per_batch']:>10.3f}{res['peak_rss_mb']:>9.0f}"
                       f"{res['n_parameters']:>9}", flush=True)
         dyglib_train_rates[name] = [d["train_edges_per_s"] for d in runs["dyglib"]]
+        dyglib_eval_rates[name] = [d["eval_edges_per_s"] for d in runs["dyglib"]]
         for impl in ours:
             ratio = {key: [p[key] / d[key] for p, d in zip(runs[impl], runs["dyglib"])]
                      for key in ("train_edges_per_s", "eval_edges_per_s", "peak_rss_mb")}
@@ -495,11 +499,15 @@ def main(argv=None) -> None:
         if "dygformer" in args.models:
             floor = child(args, "project", "dygformer", "floor")
             dyglib_step = np.median([1.0 / r for r in dyglib_train_rates["dygformer"]]) * BATCH
+            dyglib_eval = np.median([1.0 / r for r in dyglib_eval_rates["dygformer"]]) * BATCH
             print(f"\nDyGFormer's matrix products alone (one training step at DyGLib's shapes, forward and backward): "
                   f"{floor['float32_s']:.3f} s in float32, {floor['bfloat16_s']:.3f} s in bfloat16 against DyGLib's "
                   f"{dyglib_step:.3f} s step: an exact float32 implementation trains at most "
                   f"{dyglib_step / floor['float32_s']:.2f}x DyGLib's speed; bfloat16 products allow "
                   f"{dyglib_step / floor['bfloat16_s']:.2f}x")
+            print(f"their forward alone (an evaluation batch): {floor['float32_eval_s']:.3f} s in float32 against "
+                  f"DyGLib's {dyglib_eval:.3f} s: an exact float32 implementation evaluates at most "
+                  f"{dyglib_eval / floor['float32_eval_s']:.2f}x DyGLib's speed")
     if args.no_ap:
         return
     seeds = list(range(args.ap_seeds))
