@@ -97,6 +97,27 @@ def test_dygformer_feeds_the_authors_index_by_hand():
         assert position_input(seq, np.array([10.0]), variant == "dygdecoder", "per_event")[0][real].tolist() == per_event
 
 
+def test_tgat_with_positions_cannot_tell_featureless_nodes_apart():
+    """Why TGAT-Position sits at chance on the featureless UCI and Enron stand-ins (docs/decisions.md, offline
+    scale): with zero node and edge features and positions in place of times, two nodes whose k most recent
+    interactions have distinct times get the same embedding, whoever their partners were and whenever they
+    interacted; with times they do not."""
+    # node 1: partners 5, 6, 7 at 1, 2, 3; node 2: partners 8, 9, 5 at 0.5, 4, 6 (distinct times each)
+    src, dst = np.array([1, 2, 1, 1, 2, 2]), np.array([5, 8, 6, 7, 9, 5])
+    ts, eids = np.array([1.0, 0.5, 2.0, 3.0, 4.0, 6.0]), np.arange(1, 7)
+    graph = TemporalNeighbors(src, dst, ts, eids, num_nodes=10)
+    out = {}
+    for time_input in ("position", "time"):
+        torch.manual_seed(0)
+        model = TGAT(np.zeros((10, 4)), np.zeros((7, 4)), time_dim=4, num_layers=1, num_neighbors=3,
+                     time_input=time_input).eval()
+        model.set_graph(graph)
+        with torch.no_grad():
+            out[time_input] = model.embed(np.array([1, 2]), np.array([10.0, 10.0]))
+    torch.testing.assert_close(out["position"][0], out["position"][1])
+    assert not torch.allclose(out["time"][0], out["time"][1])
+
+
 def test_unknown_position_index_is_refused():
     with pytest.raises(ValueError, match="position_index"):
         TGAT(np.zeros((3, 4)), np.zeros((3, 4)), time_dim=4, num_layers=1, num_neighbors=2, position_index="rank")
