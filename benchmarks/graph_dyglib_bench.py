@@ -474,7 +474,7 @@ def main(argv=None) -> None:
     if not args.no_speed:
         print(f"{'model':<10}{'impl':<14}{'train e/s':>10}{'eval e/s':>10}{'train s/b':>10}{'eval s/b':>10}"
               f"{'peak MB':>9}{'params':>9}")
-    summary, dyglib_train_rates, dyglib_eval_rates = [], {}, {}
+    summary, dyglib_runs = [], {}
     for name in ([] if args.no_speed else args.models):
         runs = {impl: [] for impl in impls}
         for r in range(args.repeats):
@@ -484,8 +484,7 @@ def main(argv=None) -> None:
                 print(f"{name:<10}{impl:<14}{res['train_edges_per_s']:>10.1f}{res['eval_edges_per_s']:>10.1f}"
                       f"{res['train_s_per_batch']:>10.3f}{res['eval_s_per_batch']:>10.3f}{res['peak_rss_mb']:>9.0f}"
                       f"{res['n_parameters']:>9}", flush=True)
-        dyglib_train_rates[name] = [d["train_edges_per_s"] for d in runs["dyglib"]]
-        dyglib_eval_rates[name] = [d["eval_edges_per_s"] for d in runs["dyglib"]]
+        dyglib_runs[name] = runs["dyglib"]
         for impl in ours:
             ratio = {key: [p[key] / d[key] for p, d in zip(runs[impl], runs["dyglib"])]
                      for key in ("train_edges_per_s", "eval_edges_per_s", "peak_rss_mb")}
@@ -498,8 +497,8 @@ def main(argv=None) -> None:
                   f"{spread(ratio['peak_rss_mb']):>20}")
         if "dygformer" in args.models:
             floor = child(args, "project", "dygformer", "floor")
-            dyglib_step = np.median([1.0 / r for r in dyglib_train_rates["dygformer"]]) * BATCH
-            dyglib_eval = np.median([1.0 / r for r in dyglib_eval_rates["dygformer"]]) * BATCH
+            dyglib_step, dyglib_eval = (np.median([d[key] for d in dyglib_runs["dygformer"]])
+                                        for key in ("train_s_per_batch", "eval_s_per_batch"))
             print(f"\nDyGFormer's matrix products alone (one training step at DyGLib's shapes, forward and backward): "
                   f"{floor['float32_s']:.3f} s in float32, {floor['bfloat16_s']:.3f} s in bfloat16 against DyGLib's "
                   f"{dyglib_step:.3f} s step: an exact float32 implementation trains at most "

@@ -31,8 +31,8 @@ from timerepro.data.lock import Dataset
 
 from timerepro.names import STANDIN_SCALES as SCALES  # noqa: E402 (one place for the names)
 
-# smoke: tiny (the test suite runs the smoke DAG three times); offline: what linear_time's offline cut (3 epochs of
-# batches of 200) can learn within its CPU budget (GraphSpec below)
+# smoke: tiny (the test suite runs the smoke DAG three times); offline: what the link-prediction cuts of the offline
+# scale (params/scales.yaml) can learn within their CPU budget (GraphSpec below)
 GRAPH_SIZE = {"smoke": dict(n_edges=300, n_nodes=30), "offline": dict(n_edges=420, n_nodes=30)}
 MAX_GRAPH_DRAWS = 20
 # raw edge-feature columns in the upstream CSVs (>= 1 column, 0 when the set has none)
