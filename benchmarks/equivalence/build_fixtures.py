@@ -973,12 +973,189 @@ def swinit_gru_authors():
     return _swinit_authors("swinit_gru_authors", "gru")
 
 
+# ---- DyG-Mamba (the authors' code on mamba_ssm's pure-PyTorch reference scan)
+
+MAMBA_SSM: dict = {"path": None}  # the state-spaces/mamba checkout (--mamba-ssm), read for its reference functions
+
+
+def _function_source(path: Path, name: str) -> str:
+    """The source of the top-level function `name` of a Python file (read, never imported)."""
+    import ast
+
+    text = path.read_text()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(text, node)
+    raise KeyError(f"{name} not found in {path}")
+
+
+def _mamba_ssm_shims(checkout: Path) -> None:
+    """Stand-ins for the `mamba_ssm` modules DyG-Mamba's code imports, built from the checkout's pure-PyTorch
+    reference functions: `selective_scan_fn` = `selective_scan_ref` (ops/selective_scan_interface.py), the
+    fused add+RMSNorm = `rms_norm_ref` (ops/triton/layer_norm.py), `MambaConfig` and `_init_weights` (models/);
+    the CUDA and Triton kernels are not needed (causal_conv1d absent: the code's nn.Conv1d path)."""
+    import math
+    import types
+
+    import torch.nn.functional as F
+    from einops import rearrange, repeat
+
+    pkg = checkout / "mamba_ssm"
+    env = {"torch": torch, "F": F, "nn": torch.nn, "math": math, "rearrange": rearrange, "repeat": repeat}
+
+    def module(name: str, **attrs) -> types.ModuleType:
+        mod = types.ModuleType(name)
+        mod.__path__ = []  # a package, so that the code's optional submodule imports fail as ImportError
+        mod.__dict__.update(attrs)
+        sys.modules[name] = mod
+        return mod
+
+    for name in ("selective_scan_ref", "rms_norm_ref", "layer_norm_ref", "_init_weights"):
+        source = pkg / {"selective_scan_ref": "ops/selective_scan_interface.py", "rms_norm_ref": "ops/triton/layer_norm.py",
+                        "layer_norm_ref": "ops/triton/layer_norm.py", "_init_weights": "models/mixer_seq_simple.py"}[name]
+        exec(_function_source(source, name), env)  # noqa: S102 (reference code read from the checkout)
+    config_ns: dict = {}
+    exec((pkg / "models" / "config_mamba.py").read_text(), config_ns)  # noqa: S102 (a dataclass)
+
+    class RMSNorm(torch.nn.Module):  # mamba_ssm's RMSNorm (ops/triton/layer_norm.py) on rms_norm_ref
+        def __init__(self, hidden_size, eps=1e-5, device=None, dtype=None):
+            super().__init__()
+            self.eps = eps
+            self.weight = torch.nn.Parameter(torch.ones(hidden_size, device=device, dtype=dtype))
+            self.register_parameter("bias", None)
+
+        def forward(self, x, residual=None, prenorm=False, residual_in_fp32=False):
+            return env["rms_norm_ref"](x, self.weight, self.bias, residual=residual, eps=self.eps, prenorm=prenorm)
+
+    def fused(ref):
+        def fn(x, weight, bias, residual=None, prenorm=False, residual_in_fp32=False, eps=1e-6, **_):
+            out = ref(x, weight, bias, residual=residual, eps=eps, prenorm=prenorm)
+            if prenorm and residual_in_fp32:
+                return out[0], out[1].float()
+            return out
+        return fn
+
+    module("mamba_ssm")
+    module("mamba_ssm.models")
+    module("mamba_ssm.models.config_mamba", MambaConfig=config_ns["MambaConfig"])
+    module("mamba_ssm.models.mixer_seq_simple", _init_weights=env["_init_weights"])
+    module("mamba_ssm.ops")
+    module("mamba_ssm.ops.selective_scan_interface", selective_scan_fn=env["selective_scan_ref"], mamba_inner_fn=None)
+    module("mamba_ssm.ops.triton")
+    module("mamba_ssm.ops.triton.layernorm", RMSNorm=RMSNorm, rms_norm_fn=fused(env["rms_norm_ref"]),
+           layer_norm_fn=fused(env["layer_norm_ref"]))
+
+
+def dyg_mamba_rules(rank: int, d_state: int) -> tuple[list, dict, Callable[[dict], dict]]:
+    """The authors' DyGMamba state_dict -> the project's keys; x_proj's rows [dt | B | C] split into B and C
+    (its dt rows are never used: MambaTimeDelta overwrites dt from the spans, mamba_simple.py:527)."""
+    layer = r"encoders\.0\.layers\.(\d+)\."
+    rules = [(r"time_encoder\.w\.weight", "time_encoder.w"), (r"time_encoder\.w\.bias", "time_encoder.phi"),
+             (r"dt_time_encoder\.w\.weight", "span_signal.encode.w"),
+             (r"dt_time_encoder\.w\.bias", "span_signal.encode.phi"),
+             (r"projection_dt\.(weight|bias)", r"span_signal.proj.\1"),
+             (r"neighbor_co_occurrence_encoder\.neighbor_co_occurrence_encode_layer\.(\d)\.(weight|bias)",
+              r"cooccurrence.encode.\1.\2"),
+             (r"projection_layer\.neighbor_co_occurrence\.(weight|bias)", r"projection.cooccurrence.\1"),
+             (r"projection_layer\.(node|edge|time)\.(weight|bias)", r"projection.\1.\2"),
+             (r"cross_linear_attention\.to_([qkv])\.weight", r"coupling.\1.weight"),
+             (r"cross_linear_attention\.to_out\.(weight|bias)", r"coupling.proj.\1"),
+             (r"cross_linear_attention\.ln\.(weight|bias)", r"coupling.norm.\1"),
+             (layer + r"mixer\.in_proj\.weight", r"blocks.\1.in_proj.weight"),
+             (layer + r"mixer\.conv1d\.(weight|bias)", r"blocks.\1.directions.0.conv.\2"),
+             (layer + r"mixer\.x_proj\.weight", r"blocks.\1.directions.0.x_proj"),
+             (layer + r"mixer\.dt_proj\.(weight|bias)", r"blocks.\1.directions.0.dt_proj.\2"),
+             (layer + r"mixer\.dt_generate_layer\.weight", r"blocks.\1.directions.0.dt_down.weight"),
+             (layer + r"mixer\.(A_log|D)", r"blocks.\1.directions.0.\2"),
+             (layer + r"mixer\.out_proj\.weight", r"blocks.\1.out.weight"),
+             (layer + r"norm\.weight", r"blocks.\1.norm.weight"),
+             (r"encoders\.0\.norm_f\.weight", "final_norm.weight"),
+             (r"src_gate\.weight", "gate_u.weight"), (r"dst_gate\.weight", "gate_v.weight"),
+             (r"output_layer\.(weight|bias)", r"output.\1")]
+    transforms = {"time_encoder.w": FLAT, "span_signal.encode.w": FLAT}
+
+    def split_x_proj(mapped: dict) -> dict:
+        out = {}
+        for key, value in mapped.items():
+            if key.endswith(".x_proj"):
+                base = key[: -len("x_proj")]
+                out[base + "B.weight"] = value[rank: rank + d_state]
+                out[base + "C.weight"] = value[rank + d_state:]
+            else:
+                out[key] = value
+        return out
+
+    return rules, transforms, split_x_proj
+
+
+def _dyg_mamba_authors(name: str, flags: dict, switches: dict):
+    """The authors' DyGMamba (models/DyGMamba.py with mamba_simple.MambaTimeDelta, MambaConfig's RMSNorm and
+    fused add-norm) on selective_scan_ref: histories cut to 5 interactions, the read-out's top-k set to 3 of up
+    to 7 positions (the code's 64 keeps every position of so short a sequence), a cold-start node. `flags`:
+    MambaTimeDelta's ablation switches (ssm_cfg), `switches`: the project's equivalents."""
+    if MAMBA_SSM["path"] is None:
+        raise SystemExit("dyg_mamba_authors needs --mamba-ssm (a checkout of state-spaces/mamba)")
+    _mamba_ssm_shims(Path(MAMBA_SSM["path"]))
+    from mamba_ssm.models.config_mamba import MambaConfig
+    from models.DyGMamba import DyGMamba as RefDyGMamba
+
+    from timerepro.models.graph.dyg_mamba import DyGMamba
+
+    graph = make_graph(seed=3)
+    queries = make_queries(graph)
+    torch.manual_seed(9)
+    d_state, channel = 4, 4
+    config = MambaConfig()
+    config.ssm_cfg = {"d_state": d_state, "d_conv": 4, "expand": 2, **flags}
+    with contextlib.redirect_stdout(None):  # the constructor prints its layers
+        ref = RefDyGMamba(graph["node_feat"], graph["edge_feat"], dyglib_sampler(graph), config=config,
+                          time_feat_dim=TIME_DIM, channel_embedding_dim=channel, num_layers=2, dropout=0.1,
+                          max_input_sequence_length=6, device="cpu")
+    ref.top_k = 3
+    perturb(ref, 10)
+    ctor = dict(time_encoder="cosine", time_dim=TIME_DIM, channel_dim=channel, cooccurrence_dim=channel,
+                max_input_sequence_length=6, num_blocks=2, d_state=d_state, expand=2, conv_kernel=4,
+                d_out=NODE_DIM, dropout=0.1, top_k=3, scan_backend="torch", **switches)
+    rules, transforms, split = dyg_mamba_rules(rank=1, d_state=d_state)  # dt_rank = ceil(4 * 4 / 16)
+    ref.eval()
+    with torch.no_grad():
+        h_src, h_dst = ref.compute_src_dst_node_temporal_embeddings(queries["src"], queries["dst"], queries["ts"],
+                                                                    edge_ids=None)
+    proj = DyGMamba(graph["node_feat"], graph["edge_feat"], **ctor)
+    weights = project_state(proj, split(rename(ref.state_dict(), rules, transforms)))
+    return dict(meta=dict(case=name, kind="dyg_mamba", ctor=ctor, options={}, tolerance=TOL,
+                          documented_difference=None,
+                          reference="Clearloveyuan/DyG-Mamba models/DyGMamba.py DyGMamba.compute_src_dst_node_temporal_embeddings"
+                                    f" (mamba_ssm selective_scan_ref; ssm_cfg {flags})"),
+                graph=graph, inputs=queries, weights=weights, outputs={"src": h_src.numpy(), "dst": h_dst.numpy()})
+
+
+@case("dyg_mamba_authors", "DyG-Mamba", "dyg_mamba")
+def dyg_mamba_authors():
+    """The full model as released (every MambaTimeDelta flag at its default)."""
+    return _dyg_mamba_authors("dyg_mamba_authors", {}, {})
+
+
+@case("dyg_mamba_wo_selective_authors", "DyG-Mamba", "dyg_mamba")
+def dyg_mamba_wo_selective_authors():
+    """w/o Selective (Figures 5, 11): `no_selective=True`: the span input replaced by ones, so Delta, B and C are
+    constants computed from the weights (mamba_simple.py:508-527)."""
+    return _dyg_mamba_authors("dyg_mamba_wo_selective_authors", {"no_selective": True}, {"selective": False})
+
+
+@case("dyg_mamba_time_bc_authors", "DyG-Mamba", "dyg_mamba")
+def dyg_mamba_time_bc_authors():
+    """All time-dependent (Table 5): `time_mamba=True`, B and C from W_in s (mamba_simple.py:497-507)."""
+    return _dyg_mamba_authors("dyg_mamba_time_bc_authors", {"time_mamba": True}, {"bc_source": "time"})
+
+
 # ------------------------------------------------------------------ writing and checking
 
 REFERENCES = {"DyGLib": ("dyglib", ("models", "utils")),
               "dg-linear-time": ("dg_linear_time", ("src",)),
               "Time-aware-Hawkes-Attention": ("hawkes", ("models",)),
-              "GNN_SWINIT": ("swinit", ("cus_tgn", "tgn_mlp", "ufg_global", "utils"))}
+              "GNN_SWINIT": ("swinit", ("cus_tgn", "tgn_mlp", "ufg_global", "utils")),
+              "DyG-Mamba": ("dyg_mamba", ("models", "utils", "mamba_ssm"))}
 
 
 def write(fx: dict, out_dir: Path) -> Path:
@@ -1017,10 +1194,13 @@ def main(argv=None) -> int:
     parser.add_argument("--dg-linear-time", dest="dg_linear_time", type=Path, help="checkout of hsinghuan/dg-linear-time")
     parser.add_argument("--hawkes", type=Path, help="checkout of TanXZfra/Time-aware-Hawkes-Attention")
     parser.add_argument("--swinit", type=Path, help="checkout of bzho3923/GNN_SWINIT (needs torch_geometric)")
+    parser.add_argument("--dyg-mamba", dest="dyg_mamba", type=Path, help="checkout of Clearloveyuan/DyG-Mamba (needs --mamba-ssm)")
+    parser.add_argument("--mamba-ssm", dest="mamba_ssm", type=Path, help="checkout of state-spaces/mamba (read, not imported)")
     parser.add_argument("--out", type=Path, default=FIXTURES, help="output folder (default %(default)s)")
     parser.add_argument("--only", nargs="*", choices=sorted(CASES), help="build only these cases")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    MAMBA_SSM["path"] = args.mamba_ssm
     failures = 0
     for name in args.only or sorted(CASES):
         spec = CASES[name]

@@ -338,7 +338,8 @@ def time_spans(times: np.ndarray, query_times: np.ndarray, valid: np.ndarray) ->
 
 
 class TimeSpanControl(nn.Module):
-    """DyG-Mamba's time-span control signal (Eq. 5): s = SiLU(Linear(cos(omega r))) of the normalised spans r
+    """DyG-Mamba's time-span control signal as the project read Eq. 5 (the option `span_encoder: fixed`; the
+    authors' code is `TrainableTimeSpanControl`): s = SiLU(Linear(cos(omega r))) of the normalised spans r
     (`time_spans`), omega fixed as GraphMixer's. (B, L) spans -> (B, L, out_dim); Delta = softplus(W s + b)
     is then taken per channel inside each block (Algorithm 1)."""
 
@@ -347,5 +348,51 @@ class TimeSpanControl(nn.Module):
         self.encode = FixedCosineEncoder(enc_dim, alpha=alpha, beta=beta)
         self.proj = nn.Linear(enc_dim, out_dim)
 
-    def forward(self, spans: torch.Tensor) -> torch.Tensor:
+    def forward(self, spans: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         return nn.functional.silu(self.proj(self.encode(spans)))
+
+
+def dygmamba_span_ratios(times: np.ndarray, valid: np.ndarray, query_times: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """DyG-Mamba's time spans as the authors' code computes them (Clearloveyuan/DyG-Mamba `models/DyGMamba.py`
+    get_dt_features, lines 356-365), in float64, for rows in the node-first layout: column 0 the node itself at
+    tau, columns 1..n its n kept interactions oldest first, zeros after. With t_seq = tau - t_1 + eps (t_1 = 0
+    without a history) and n_pos = n + 1:
+
+        r_0 = min(1, max_b t_seq) / t_seq + 1 / n_pos      (the node: a unit span)
+        r_1 = 1 / n_pos                                     (t_1 - tau < 0 is clipped to 0)
+        r_k = (t_k - t_(k-1)) / t_seq + 1 / n_pos           (k >= 2; spans clipped to [0, max_b t_seq])
+
+    `valid` (B, W) marks the node and its history; padding gets 0 (the authors zero its features after encoding).
+    `n_pos` is the authors' index of the last non-zero time + 1 (n + 1 when t_1 > 0)."""
+    times = np.asarray(times, dtype=np.float64)
+    valid = np.asarray(valid, dtype=bool)
+    if times.shape[1] < 2:
+        raise ValueError("the node-first layout has at least two columns (the node and one padding column)")
+    # (B,) as the code: position 0 the current time, position 1 the oldest kept time (0 without a history)
+    t_seq = times[:, 0] - times[:, 1] + eps
+    # the index of the last non-zero time + 1 (argmax of the reversed non-zero mask)
+    n_pos = times.shape[1] - np.argmax(times[:, ::-1] != 0, axis=1)
+    # (B, W): a span of 1 before position 0, then the differences to the previous column
+    diff = np.concatenate([np.ones((times.shape[0], 1)), np.diff(times, axis=1)], axis=1)
+    r = np.clip(diff, 0, t_seq.max()) / t_seq[:, None] + 1.0 / n_pos[:, None]
+    return np.where(valid, r, 0.0)
+
+
+class TrainableTimeSpanControl(nn.Module):
+    """DyG-Mamba's time-span signal as the authors' code has it: s = Linear(cos(w r + b)) with w, b trained, w
+    initialised at 1/10^linspace(0, 0.9, d) (`TimeEncoder(beta=0.9)`, DyGMamba.py:62, modules.py:7-22), cos
+    zeroed at padding before the projection (DyGMamba.py:371), no activation (`projection_dt`, DyGMamba.py:63,
+    177). (B, L) spans r (`dygmamba_span_ratios`), (B, L) valid -> (B, L, out_dim)."""
+
+    def __init__(self, enc_dim: int, out_dim: int, beta: float = 0.9):
+        super().__init__()
+        self.encode = CosineEncoder(enc_dim)
+        with torch.no_grad():
+            self.encode.w.copy_(torch.from_numpy(1 / 10 ** np.linspace(0, beta, enc_dim, dtype=np.float32)))
+        self.proj = nn.Linear(enc_dim, out_dim)
+
+    def forward(self, spans: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        enc = self.encode(spans)  # (B, L, enc_dim)
+        if valid is not None:
+            enc = enc * valid.unsqueeze(-1)
+        return self.proj(enc)

@@ -49,12 +49,18 @@ class EarlyStopping:
     best_epoch: int = -1
     stale: int = 0
 
-    def improved(self, value: float) -> bool:
+    ties: bool = False  # DyGLib's EarlyStopping (utils/EarlyStopping.py:40-49): a value equal to the best is a new best
+
+    def improved(self, value) -> bool:
+        """`value` one number, or a list of several monitored ones: a new best when every one is (DyGLib)."""
         if self.best is None:
             return True
-        return value < self.best if self.mode == "min" else value > self.best
+        values, best = (value, self.best) if isinstance(value, list) else ([value], [self.best])
+        if self.ties:
+            return all(v <= b if self.mode == "min" else v >= b for v, b in zip(values, best))
+        return all(v < b if self.mode == "min" else v > b for v, b in zip(values, best))
 
-    def update(self, value: float, epoch: int) -> bool:
+    def update(self, value, epoch: int) -> bool:
         """Record `value`; True when it is a new best."""
         if self.improved(value):
             self.best, self.best_epoch, self.stale = value, epoch, 0
@@ -81,19 +87,23 @@ def fit(
     *,
     train_epoch: Callable[[int], dict],
     validate: Callable[[], dict],
-    monitor: str,
+    monitor: str | tuple[str, ...],
     mode: str,
     max_epochs: int,
     patience: int,
     ctx,
     generator: torch.Generator | None = None,
+    ties: bool = False,
 ) -> FitResult:
     """Train until `patience` epochs without improvement of `monitor`; restore the best weights.
+
+    `monitor` may name several metrics (DyGLib: validation AP and AUC), a new best then needing all of them
+    to improve; `ties`: equal counts as improved (DyGLib's `>=`), else strictly better.
 
     `train_epoch(epoch)` returns training statistics, `validate()` returns validation metrics
     (including `monitor`). A checkpoint is written after every epoch through `ctx`.
     """
-    stopper = EarlyStopping(patience=patience, mode=mode)
+    stopper = EarlyStopping(patience=patience, mode=mode, ties=ties)
     result = FitResult()
     best_state = copy.deepcopy(model.state_dict())
     start_epoch = 0
@@ -119,7 +129,8 @@ def fit(
         epoch_time = time.perf_counter() - t0
         val = validate()
         val_time = time.perf_counter() - t0 - epoch_time
-        is_best = stopper.update(float(val[monitor]), epoch)
+        is_best = stopper.update([float(val[m]) for m in monitor] if isinstance(monitor, tuple)
+                                 else float(val[monitor]), epoch)
         if is_best:
             best_state = copy.deepcopy(model.state_dict())
         row = {"epoch": epoch, "epoch_time_s": round(epoch_time, 4), "val_time_s": round(val_time, 4), **train_stats,
@@ -137,7 +148,8 @@ def fit(
             }
         )
         if hasattr(epochs, "set_postfix"):
-            epochs.set_postfix({monitor: f"{val[monitor]:.4f}", "best": stopper.best_epoch})
+            shown = monitor if isinstance(monitor, tuple) else (monitor,)
+            epochs.set_postfix({**{m: f"{val[m]:.4f}" for m in shown}, "best": stopper.best_epoch})
     model.load_state_dict(best_state)
     result.best_epoch = stopper.best_epoch
     result.epochs_run = len(result.history)

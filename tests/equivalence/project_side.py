@@ -92,6 +92,12 @@ def run_dygformer(fx: dict) -> dict:
     return _pair_model(DyGFormer)(fx)
 
 
+def run_dyg_mamba(fx: dict) -> dict:
+    from timerepro.models.graph.dyg_mamba import DyGMamba
+
+    return _pair_model(DyGMamba)(fx)
+
+
 def run_cawn(fx: dict) -> dict:
     from timerepro.models.graph.cawn import CAWN
 
@@ -218,6 +224,7 @@ RUNNERS: dict[str, Callable[[dict], dict]] = {
     "tgat": run_tgat,
     "dygformer": run_dygformer,
     "cawn": run_cawn,
+    "dyg_mamba": run_dyg_mamba,
     "graphmixer": run_graphmixer,
     "tcl": run_tcl,
     "tgn": run_tgn,

@@ -1,7 +1,7 @@
 """The project's graph models and Hawkes Attention against their reference implementations, offline.
 
 Each fixture under tests/fixtures/equivalence/ holds the inputs, the weights (project state_dict keys) and
-the outputs of the reference code (DyGLib, hsinghuan/dg-linear-time, the Hawkes Attention and SWINIT authors' code)
+the outputs of the reference code (DyGLib, hsinghuan/dg-linear-time, the Hawkes Attention, SWINIT and DyG-Mamba authors' code)
 on a small graph or batch, written by benchmarks/equivalence/build_fixtures.py (see its docstring for how
 to rebuild them). The project's module must reproduce them to 1e-5; where it differs on purpose, the
 reference's outputs transformed by exactly the documented difference, and, with the documented switch,
@@ -22,7 +22,7 @@ CASES = (
     "cawn_cosine_dyglib", "time_stats_dglt", "hawkes_attention_rnn", "hawkes_attention_nornn",
     "tgat_position_dglt", "dygformer_position_dglt", "jodie_dyglib", "dyrep_dyglib",
     "graphmixer_dyglib", "graphmixer_uniform_dyglib", "tcl_dyglib", "tcl_uniform_dyglib", "swinit_authors",
-    "swinit_gru_authors",
+    "swinit_gru_authors", "dyg_mamba_authors", "dyg_mamba_wo_selective_authors", "dyg_mamba_time_bc_authors",
 )
 
 
