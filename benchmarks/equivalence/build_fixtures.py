@@ -29,6 +29,16 @@ have: run them from a scratch environment outside the repository, torch first an
         --only swinit_authors swinit_gru_authors
 (fixtures built with torch 2.13.0, torch_geometric 2.8.1, numpy 2). The compiled extensions the authors' modules
 import (torch_scatter, torch_sparse) are replaced by small torch stand-ins where absent (`_pyg_extension_shims`).
+
+The DyG-Mamba cases (`--dyg-mamba /path/to/DyG-Mamba --mamba-ssm /path/to/mamba`, checkouts of
+Clearloveyuan/DyG-Mamba and state-spaces/mamba) run the authors' module on mamba_ssm's pure-PyTorch reference
+functions (`selective_scan_ref`, `rms_norm_ref`, read from the mamba checkout into stand-in modules by
+`_mamba_ssm_shims`; mamba_ssm itself, a CUDA build, is not installed). Their code imports `einops`: put it on the
+path from a scratch install, e.g.
+    pip install --target /tmp/pylib einops
+    PYTHONPATH=src:/tmp/pylib python benchmarks/equivalence/build_fixtures.py --dyg-mamba DIR --mamba-ssm DIR \
+        --only dyg_mamba_authors dyg_mamba_wo_selective_authors dyg_mamba_time_bc_authors
+(fixtures built with torch 2.13.0, einops 0.8.2, DyG-Mamba 05e397a, mamba e9594ce).
 """
 
 from __future__ import annotations
