@@ -373,3 +373,18 @@ def test_scan_gradients_are_the_autograd_gradients_of_the_recurrence(zoh, select
     shape = (batch, length, n) if selective else (d, n)
     B, C = torch.randn(*shape, **kw), torch.randn(*shape, **kw)
     assert torch.autograd.gradcheck(lambda *x: selective_scan(*x, zoh=zoh, backend="torch"), (u, delta, A, B, C))
+
+
+def test_dyglib_early_stopping_needs_every_metric_and_counts_ties():
+    """utils/EarlyStopping.py:40-55 (DyGLib, the DyG-Mamba code): a new best when AP and AUC are both >= their
+    bests; the project's default stays strictly better on one metric."""
+    from timerepro.train import EarlyStopping
+
+    dyglib = EarlyStopping(patience=2, mode="max", ties=True)
+    assert dyglib.update([0.8, 0.7], 0)
+    assert dyglib.update([0.8, 0.7], 1)  # a tie is a new best (saved again)
+    assert not dyglib.update([0.9, 0.69], 2)  # AP better, AUC worse: not a best
+    assert dyglib.best == [0.8, 0.7] and dyglib.best_epoch == 1
+    assert not dyglib.update([0.7, 0.9], 3) and dyglib.should_stop
+    strict = EarlyStopping(patience=2, mode="max")
+    assert strict.update(0.8, 0) and not strict.update(0.8, 1)
