@@ -30,12 +30,13 @@ authors' value first: `layout` ("node_first", or the project's "node_last": left
 the spans of `encoders.time_spans`), `readout` ("gate_topk", or "mean" over real positions),
 `cross_attention` ("softmax", the project's "elu": Eqs. 10-13 with phi = elu + 1, both sides from the
 pre-attention states, or "none"), `skip` (D), `norm` ("rms" or "layer"), `selective` (True; False: the
-authors' "w/o Selective": B and C from W_in applied to a vector of ones, constant over positions, and Delta too: the code replaces the span input by ones, mamba_simple.py:509; "s4": the
-project's former S4-style learned constants Delta, B, C), `time_span` (Delta from the
-spans, else from x' as vanilla Mamba), `bc_source` ("data" or "time": B, C from W_in s as the authors'
-`time_mamba`), `time_encoding` (the Z_T channel), `cooccurrence` (the Z_C channel), `pairing` ("separate" or
-"joint": [S_u ; S_v] through one scan, the vanilla Mamba of Figure 1), `bidirectional` (Algorithm 1's forward +
-backward scans), `zoh` ("simplified" B_bar = Delta B as mamba_ssm, or "exact", Eq. 8).
+authors' "w/o Selective": the code replaces the span input by ones (mamba_simple.py:509), so Delta, B and C
+are one value each, computed from the weights; "s4": the project's former S4-style learned constants Delta,
+B, C), `time_span` (Delta from the spans, else from x' as vanilla Mamba), `bc_source` ("data" or "time": B, C
+from W_in s as the authors' `time_mamba`), `time_encoding` (the Z_T channel), `cooccurrence` (the Z_C
+channel), `pairing` ("separate" or "joint": [S_u ; S_v] through one scan, the vanilla Mamba of Figure 1),
+`bidirectional` (Algorithm 1's forward + backward scans), `zoh` ("simplified" B_bar = Delta B as mamba_ssm,
+or "exact", Eq. 8).
 """
 
 from __future__ import annotations
