@@ -26,7 +26,7 @@ have: run them from a scratch environment outside the repository, torch first an
     python3.11 -m venv /tmp/pyg-venv && /tmp/pyg-venv/bin/pip install torch==2.13.0   # or the local wheel
     /tmp/pyg-venv/bin/pip install torch_geometric numpy scipy scikit-learn
     PYTHONPATH=src /tmp/pyg-venv/bin/python benchmarks/equivalence/build_fixtures.py --swinit /path/to/GNN_SWINIT \
-        --only swinit_authors swinit_gru_authors
+        --only swinit_authors swinit_gru_authors swinit_glued_authors swinit_glued_prepass_authors
 (fixtures built with torch 2.13.0, torch_geometric 2.8.1, numpy 2). The compiled extensions the authors' modules
 import (torch_scatter, torch_sparse) are replaced by small torch stand-ins where absent (`_pyg_extension_shims`).
 
@@ -830,6 +830,8 @@ def _pyg_extension_shims() -> None:
         sys.modules["torch_sparse"] = types.SimpleNamespace(spmm=spmm)
     if not hasattr(np, "trapz"):
         np.trapz = np.trapezoid
+    if "pytorch_wavelets" not in sys.modules and importlib.util.find_spec("pytorch_wavelets") is None:
+        sys.modules["pytorch_wavelets"] = types.SimpleNamespace(DWT1DForward=None)  # cus_tgn imports it, unused
 
 
 def make_bipartite_graph(seed: int = 27, users: int = 5, items: int = 5, num_edges: int = 40) -> dict:
@@ -955,7 +957,7 @@ def _swinit_authors(name: str, cell: str):
     ctor = dict(inputs="trsvd", memory_cell=cell, memory_dim=mdim, embedding_dim=shape["embedding_dim"],
                 time_dim=TIME_DIM, encoder="cosine", num_neighbors=shape["num_neighbors"],
                 num_layers=shape["num_layers"], framelet_levels=2, cheb_degree=1, lambda_max=4.0, dilation=2.0,
-                dropout=0.3, readout="memory")
+                dropout=0.3, readout="memory", batch_graph="stars", graph_reuse="fresh")
     proj = SWINIT(num_nodes, graph["edge_feat"], SpectralFit(r, 0.0, projection), **ctor)
     rules, transforms = swinit_rules(mdim, TIME_DIM, r)
     mapped = rename({**{f"{k}": v for k, v in memory.state_dict().items()},
@@ -981,6 +983,106 @@ def swinit_authors():
 def swinit_gru_authors():
     """SWINIT-GRU: PyG's TGNMemory as the authors' script imports it (the installed PyG's)."""
     return _swinit_authors("swinit_gru_authors", "gru")
+
+
+def _swinit_glued(name: str, reuse: bool):
+    """SWINIT-mlp on the AUTHORS' batch graph, their code end to end: per batch n_id = unique(src, pos_dst,
+    neg_dst), `n_id, edge_index, _ = neighbor_loader(n_id)` (cus_tgn.py LastNeighborLoader: neighbour -> centre
+    edges, global ids, its relabelling commented out), `z = memory(n_id)`, `d_list = get_d_list(edge_index,
+    num_nodes)` (PyG's get_laplacian, not symmetrised, over all N nodes), `s[n_id] = z`, `gnn(s, d_list, n_id)`
+    (link_prediction_transductive.py test(), ~224-271), then update_state and insert. `reuse`: the operators
+    come from a pre-pass over the same stream with negatives of its own (their pre_train, ~52-109, and train()'s
+    `d_list_batch[t_batch]`, ~145), so the scored batches run on graphs built for other negatives; both sides in
+    eval mode (the project's reuse is active in training mode: its runner trains with dropout 0, the same
+    function). Memory, loader, Net and stream as `_swinit_authors` (mlp)."""
+    from cus_tgn import LastNeighborLoader
+    from tgn_mlp import IdentityMessage, LastAggregator, TGNMemory
+    from ufg_global import Net, get_d_list
+
+    from timerepro.models.graph.spectral import SpectralFit
+    from timerepro.models.graph.swinit import SWINIT
+
+    shape = SWINIT_SHAPE
+    graph = make_bipartite_graph()
+    inputs = _tgn_batches(graph, n_batches=8)
+    for b in range(8):  # negatives among the items, as the authors draw them (min_dst_idx..max_dst_idx)
+        inputs[f"b{b}_neg_dst"] = np.random.default_rng(28 + b).integers(6, 11, size=5)
+        if reuse:
+            inputs[f"b{b}_prepass_neg_dst"] = np.random.default_rng(48 + b).integers(6, 11, size=5)
+    num_nodes = graph["node_feat"].shape[0]
+    _, _, vt = np.linalg.svd(graph["edge_feat"][graph["edge_ids"][:MEMORY_TRAIN_EDGES]].astype(np.float64))
+    projection = torch.from_numpy(vt[: shape["rank"]].T.astype(np.float32))
+    torch.manual_seed(24)
+    mdim, r = shape["memory_dim"], shape["rank"]
+    memory = TGNMemory(num_nodes, r, mdim, TIME_DIM, IdentityMessage(r, mdim, TIME_DIM), LastAggregator(),
+                       mem_func="mlp")
+    gnn = torch.nn.Module()
+    gnn.conv = Net(mdim, shape["embedding_dim"], shape["embedding_dim"], r=2, Lev=2, num_nodes=num_nodes,
+                   dropout_prob=0.3, num_layers=shape["num_layers"], batch_norm=True)
+    perturb(memory, 25)
+    perturb(gnn, 26)
+    memory.eval()
+    memory.reset_state()
+    gnn.eval()
+    loader = LastNeighborLoader(num_nodes, size=shape["num_neighbors"])
+    batches = [{k: torch.from_numpy(np.asarray(inputs[f"b{b}_{k}"])) for k in ("src", "dst", "neg_dst", "ts", "edge_ids")}
+               for b in range(8)]
+    prepass = []
+    if reuse:  # pre_train: only the loader's state and the node sets shape d_list
+        for b, bt in enumerate(batches):
+            neg = torch.from_numpy(np.asarray(inputs[f"b{b}_prepass_neg_dst"]))
+            _, edge_index, _ = loader(torch.cat([bt["src"], bt["dst"], neg]).unique())
+            prepass.append(get_d_list(edge_index, num_nodes))
+            loader.insert(bt["src"], bt["dst"])
+        loader.reset_state()
+    feats = torch.from_numpy(graph["edge_feat"]) @ projection  # (E + 1, r): x V per edge id
+    outputs = {}
+    with torch.no_grad():
+        for b, bt in enumerate(batches):
+            src, dst, neg = bt["src"], bt["dst"], bt["neg_dst"]
+            n_id, edge_index, _ = loader(torch.cat([src, dst, neg]).unique())
+            z, _ = memory(n_id)
+            d_list = prepass[b] if reuse else get_d_list(edge_index, num_nodes)
+            s = torch.zeros(num_nodes, mdim)
+            s[n_id] = z
+            z_full = gnn.conv(s, d_list, n_id)  # (N, d_emb)
+            for role, ids in (("pos_src", src), ("pos_dst", dst), ("neg_src", src), ("neg_dst", neg)):
+                outputs[f"b{b}_{role}"] = z_full[ids].numpy().copy()
+            memory.update_state(src, dst, bt["ts"].long(), feats[bt["edge_ids"]])
+            loader.insert(src, dst)
+    outputs["memory"] = memory.memory.detach().numpy().copy()
+    outputs["last_update"] = memory.last_update.detach().numpy().astype(np.float32)
+    ctor = dict(inputs="trsvd", memory_cell="mlp", memory_dim=mdim, embedding_dim=shape["embedding_dim"],
+                time_dim=TIME_DIM, encoder="cosine", num_neighbors=shape["num_neighbors"],
+                num_layers=shape["num_layers"], framelet_levels=2, cheb_degree=1, lambda_max=4.0, dilation=2.0,
+                dropout=0.0 if reuse else 0.3, readout="memory", batch_graph="glued",
+                graph_reuse="prepass" if reuse else "fresh")
+    proj = SWINIT(num_nodes, graph["edge_feat"], SpectralFit(r, 0.0, projection), **ctor)
+    rules, transforms = swinit_rules(mdim, TIME_DIM, r)
+    mapped = rename({**{f"{k}": v for k, v in memory.state_dict().items()},
+                     **{f"conv.{k}": v for k, v in gnn.conv.state_dict().items()}}, rules, transforms)
+    for i, conv in enumerate(gnn.conv.convs):
+        mapped[f"convs.{i}.theta"] = torch.cat([conv.filter1, conv.filter2, conv.filter3], dim=1).T.detach()
+    mapped["projection"] = projection
+    weights = project_state(proj, mapped)
+    loop = "train() on pre_train's d_list_batch (eval mode)" if reuse else "test()"
+    return dict(meta=dict(case=name, kind="swinit",
+                          reference=f"GNN_SWINIT link_prediction_transductive.py {loop}: tgn_mlp.py TGNMemory + "
+                                    "cus_tgn.py LastNeighborLoader + ufg_global.py get_d_list/Net on N global rows",
+                          ctor=ctor, options={"rank": r}, tolerance=TOL, documented_difference=None),
+                graph=graph, inputs=inputs, weights=weights, outputs=outputs)
+
+
+@case("swinit_glued_authors", "GNN_SWINIT", "swinit")
+def swinit_glued_authors():
+    """SWINIT-mlp on the authors' glued batch graph, operators built per batch (their test() loop)."""
+    return _swinit_glued("swinit_glued_authors", reuse=False)
+
+
+@case("swinit_glued_prepass_authors", "GNN_SWINIT", "swinit")
+def swinit_glued_prepass_authors():
+    """SWINIT-mlp on the authors' glued graphs from a pre-pass with other negatives, reused (their train())."""
+    return _swinit_glued("swinit_glued_prepass_authors", reuse=True)
 
 
 # ---- DyG-Mamba (the authors' code on mamba_ssm's pure-PyTorch reference scan)

@@ -178,12 +178,39 @@ def run_swinit(fx: dict) -> dict:
         built.append(SWINIT(node_feat.shape[0], edge_feat, fit, **ctor))
         return built[0]
 
-    out = _stream(make, fx)
+    # fixtures built before the batch_graph option ran the project's stars
+    ctor = {"batch_graph": "stars", "graph_reuse": "fresh", **fx["meta"]["ctor"]}
+    out = _stream(make, fx, ctor) if ctor["batch_graph"] == "stars" else _whole_batch_stream(make, fx, ctor)
     model = built[0]
     with torch.no_grad():
         out["memory"] = model.current_memory(np.arange(model.num_nodes)).numpy()
     last = torch.where(model.has_pending, model.pending_time, model.last_update)  # (N,)
     out["last_update"] = last.numpy().astype(np.float32)
+    return out
+
+
+def _whole_batch_stream(make, fx: dict, ctor: dict) -> dict:
+    """The stream as the link-prediction task drives a backbone whose graph spans the batch (SWINIT's glued
+    graph): one `embed` call per batch over [src; src; dst; neg_dst] (LinkPredictionModel.score), then observe;
+    with `graph_reuse: prepass` on the fixture's pre-pass batches (their own negatives)."""
+    g, inp = fx["graph"], fx["in"]
+    model = make(g["node_feat"], g["edge_feat"], **ctor)
+    _load_weights(model, fx["w"])
+    model.eval()
+    if ctor["graph_reuse"] == "prepass":  # the stored graphs are used in training mode (the fixture's dropout: 0)
+        model.set_prepass([(np.concatenate([inp[f"b{b}_src"], inp[f"b{b}_dst"], inp[f"b{b}_prepass_neg_dst"]]),
+                            float(np.min(inp[f"b{b}_ts"]))) for b in range(int(inp["n_batches"]))])
+        model.train()
+    model.set_graph(_graph(fx), None)
+    out: dict = {}
+    with torch.no_grad():
+        for b in range(int(inp["n_batches"])):
+            src, dst, neg, ts, eids = (inp[f"b{b}_{k}"] for k in ("src", "dst", "neg_dst", "ts", "edge_ids"))
+            n = len(src)
+            h = model.embed(np.concatenate([src, src, dst, neg]), np.tile(ts, 4)).numpy()  # (4B, d)
+            out[f"b{b}_pos_src"], out[f"b{b}_neg_src"] = h[:n], h[n:2 * n]
+            out[f"b{b}_pos_dst"], out[f"b{b}_neg_dst"] = h[2 * n:3 * n], h[3 * n:]
+            model.observe(src, dst, ts, eids)
     return out
 
 

@@ -22,7 +22,8 @@ CASES = (
     "cawn_cosine_dyglib", "time_stats_dglt", "hawkes_attention_rnn", "hawkes_attention_nornn",
     "tgat_position_dglt", "dygformer_position_dglt", "jodie_dyglib", "dyrep_dyglib",
     "graphmixer_dyglib", "graphmixer_uniform_dyglib", "tcl_dyglib", "tcl_uniform_dyglib", "swinit_authors",
-    "swinit_gru_authors", "dyg_mamba_authors", "dyg_mamba_wo_selective_authors", "dyg_mamba_time_bc_authors",
+    "swinit_gru_authors", "swinit_glued_authors", "swinit_glued_prepass_authors",
+    "dyg_mamba_authors", "dyg_mamba_wo_selective_authors", "dyg_mamba_time_bc_authors",
 )
 
 
@@ -105,3 +106,23 @@ def test_position_fixtures_need_the_authors_index(case):
     per_event = copy.deepcopy(fx)
     per_event["meta"]["ctor"]["position_index"] = "per_event"
     assert max_abs_diff(project_outputs(per_event), fx["out"]) > 100 * fx["meta"]["tolerance"]
+
+
+def _with_ctor(fx: dict, **ctor) -> dict:
+    return {**fx, "meta": {**fx["meta"], "ctor": {**fx["meta"]["ctor"], **ctor}}}
+
+
+def test_swinit_glued_fixture_needs_the_authors_graph():
+    """The authors' glued graph (one per batch, neighbour -> centre, PyG's unsymmetrised Laplacian) is what the
+    fixture checks: the project's disjoint stars give other embeddings on the same stream."""
+    fx = load(FIXTURES / "swinit_glued_authors.npz")
+    assert fx["meta"]["ctor"]["batch_graph"] == "glued"
+    assert max_abs_diff(project_outputs(_with_ctor(fx, batch_graph="stars")), fx["out"]) > 100 * fx["meta"]["tolerance"]
+
+
+def test_swinit_prepass_fixture_needs_the_reused_graphs():
+    """Their training loop reuses the pre-pass's operators, built for other negatives: graphs built for the scored
+    batch's own negatives give other embeddings."""
+    fx = load(FIXTURES / "swinit_glued_prepass_authors.npz")
+    assert fx["meta"]["ctor"]["graph_reuse"] == "prepass"
+    assert max_abs_diff(project_outputs(_with_ctor(fx, graph_reuse="fresh")), fx["out"]) > 100 * fx["meta"]["tolerance"]

@@ -175,7 +175,7 @@ def toy_backbone(kind: str, node_feat, edge_feat) -> lp.LinkPredictionModel:
         net = SWINIT(node_feat.shape[0], edge_feat, fit_projection(edge_feat[1:], ranks=(3,)), inputs="trsvd",
                      memory_cell=kind.split("-")[1], memory_dim=6, embedding_dim=6, time_dim=4, encoder="cosine",
                      num_neighbors=3, num_layers=2, framelet_levels=2, cheb_degree=1, lambda_max=4.0, dilation=2.0,
-                     dropout=0.0, readout="embedding")
+                     dropout=0.0, readout="embedding", batch_graph="glued", graph_reuse="fresh")
     else:
         net = TGAT(node_feat, edge_feat, encoder="linear", time_dim=4, time_mean=10.0, time_std=5.0,
                    num_layers=2, num_heads=2, num_neighbors=3, sampling=kind.split("-")[1])

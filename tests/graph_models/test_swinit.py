@@ -136,13 +136,14 @@ def toy_stream(seed: int = 0, n_nodes: int = 12, n_edges: int = 60, d: int = 6):
 
 
 def toy_swinit(edge_feat: np.ndarray, num_nodes: int, cell: str = "gru", readout: str = "embedding", seed: int = 0,
-               inputs: str = "trsvd", fit_on: np.ndarray | None = None) -> SWINIT:
+               inputs: str = "trsvd", fit_on: np.ndarray | None = None, graph: str = "stars",
+               reuse: str = "fresh") -> SWINIT:
     """A small SWINIT whose projection is fitted on `fit_on` (default: the events' own features)."""
     torch.manual_seed(seed)
     fit = None if inputs == "raw" else fit_projection((edge_feat if fit_on is None else fit_on)[1:], ranks=(3,))
     return SWINIT(num_nodes, edge_feat, fit, inputs=inputs, memory_cell=cell, memory_dim=8, embedding_dim=6,
                   time_dim=4, encoder="cosine", num_neighbors=3, num_layers=2, framelet_levels=2, cheb_degree=1,
-                  lambda_max=4.0, dilation=2.0, dropout=0.0, readout=readout)
+                  lambda_max=4.0, dilation=2.0, dropout=0.0, readout=readout, batch_graph=graph, graph_reuse=reuse)
 
 
 def test_observe_keeps_each_nodes_latest_message():
@@ -242,7 +243,7 @@ BASE = dict(paper="swinit", experiment="lp_test", task="link_prediction", datase
             model="swinit_gru", memory_cell="gru", spectral_input="trsvd", memory_dim=8, embedding_dim=8, d_T=4,
             encoder="cosine", num_neighbors=3, num_layers=2, framelet_levels=2, dilation=2.0, cheb_degree=1,
             lambda_max=4.0, dropout=0.1, svd_rank_min=50, svd_rank_max=100, svd_tolerance=0.1, svd_power_iterations=2,
-            nc_readout="memory", optimizer="adamw", weight_decay=0.01, monitor_setting="inductive", lr=1e-3,
+            nc_readout="memory", batch_graph="glued", graph_reuse="prepass", optimizer="adamw", weight_decay=0.01, monitor_setting="inductive", lr=1e-3,
             batch_size=100, max_epochs=3, patience=5, eval_negatives=["random"], monitor_negatives="random",
             monitor_metric="ap", seed=0)
 

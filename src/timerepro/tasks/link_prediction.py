@@ -93,9 +93,11 @@ class LinkPredictionModel(nn.Module):
 
         A backbone with independent queries embeds the 4B endpoints in one call (each distinct
         (node, time) once: the sources the random negatives share with the positives, repeats); others
-        are called as DyGLib calls them, positives then negatives."""
+        are called as DyGLib calls them, positives then negatives. A backbone whose batch graph spans the whole
+        batch (`embeds_whole_batch`: SWINIT's glued graph, as its authors' code) is called once per batch too."""
         bb = self.backbone
-        if not (isinstance(bb, NodeEmbedder) and bb.queries_independent):
+        whole = getattr(bb, "embeds_whole_batch", False)
+        if not (isinstance(bb, NodeEmbedder) and (bb.queries_independent or whole)):
             return self(src, dst, times), self(neg_src, neg_dst, times)
         n = len(src)
         times = np.asarray(times, dtype=np.float64)

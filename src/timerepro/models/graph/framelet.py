@@ -11,9 +11,10 @@ Chebyshev tools, following the construction of the authors' `ufg_global.py` (rea
   dilation s = 2), so the finest level H spans [0, pi];
 * decomposition (a tree, coarsest level first): low_0 = X; band (j, l) = p_j(x_l) low_(l-1);
   low_l = band (0, l). The frame keeps low_H and the high-pass bands (1, l) of every level: 1 + H bands;
-* reconstruction: X = sum over kept bands of W^T band, with W^T = p_0(x_1) ... p_0(x_(l-1)) p_j(x_l)
-  (functions of one symmetric L commute; evaluated by Horner's scheme over the levels), which gives X
-  back exactly with the exact filters;
+* reconstruction: X = sum over kept bands of W band, with W = p_0(x_1) ... p_0(x_(l-1)) p_j(x_l)
+  (polynomials of one L commute; evaluated by Horner's scheme over the levels), which gives X back exactly
+  with the exact filters; W = W^T for a symmetric L, and for the authors' directed Laplacian (not symmetric)
+  this is what their code applies (`spmm` with the same operator d_k in decomposition and reconstruction);
 * p_j: the Chebyshev series of the filter truncated at degree m (the authors: 2 terms, degree 1),
   evaluated on the sparse operator by the three-term recurrence, never forming a dense matrix.
 
@@ -58,6 +59,28 @@ def normalized_laplacian(edges: np.ndarray, weights: np.ndarray, n: int) -> torc
     idx = np.stack([np.concatenate([np.arange(n), row]), np.concatenate([np.arange(n), col])])
     return torch.sparse_coo_tensor(torch.from_numpy(idx), torch.from_numpy(vals).float(), (n, n),
                                    check_invariants=False).coalesce()
+
+
+def directed_laplacian(edges: np.ndarray, weights: np.ndarray, n: int) -> torch.Tensor:
+    """PyG's `get_laplacian(edge_index, normalization='sym')` on the edges as listed, as the authors call it
+    (`ufg_global.py` get_d_list): self loops dropped, deg_i = sum of the weights of the edges whose source (row)
+    is i, L = I - D^(-1/2) A D^(-1/2) with A[row, col] = weight (not symmetrised; repeated edges add up), a
+    degree-0 node's edges weighted 0 (PyG sets inf to 0); coalesced sparse (n, n) float32."""
+    edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    keep = edges[0] != edges[1]
+    row, col = edges[0][keep], edges[1][keep]
+    w = np.asarray(weights, dtype=np.float64)[keep]
+    deg = np.bincount(row, weights=w, minlength=n)
+    inv = np.where(deg > 0, 1.0 / np.sqrt(np.where(deg > 0, deg, 1.0)), 0.0)
+    vals = np.concatenate([np.ones(n), -w * inv[row] * inv[col]])
+    idx = np.stack([np.concatenate([np.arange(n), row]), np.concatenate([np.arange(n), col])])
+    return torch.sparse_coo_tensor(torch.from_numpy(idx), torch.from_numpy(vals).float(), (n, n),
+                                   check_invariants=False).coalesce()
+
+
+def graph_laplacian(edges: np.ndarray, weights: np.ndarray, n: int, symmetric: bool) -> torch.Tensor:
+    """The symmetric normalized Laplacian of undirected edges, or PyG's of directed ones (`directed_laplacian`)."""
+    return (normalized_laplacian if symmetric else directed_laplacian)(edges, weights, n)
 
 
 class Framelet:
@@ -107,8 +130,8 @@ class Framelet:
         return [low] + highs
 
     def reconstruct(self, bands: list[torch.Tensor]) -> torch.Tensor:
-        """sum over kept bands of W^T band (the adjoint of `decompose`), (n, F), by Horner's scheme from the
-        finest level down: z_H = p_0(x_H) low + sum_j p_j(x_H) high_(j,H); z_l = p_0(x_l) z_(l+1) +
+        """sum over kept bands of W band (the adjoint of `decompose` when L is symmetric), (n, F), by Horner's
+        scheme from the finest level down: z_H = p_0(x_H) low + sum_j p_j(x_H) high_(j,H); z_l = p_0(x_l) z_(l+1) +
         sum_j p_j(x_l) high_(j,l); the result is z_1. Per level one Chebyshev basis of the stacked inputs."""
         r, width = len(self.coeffs) - 1, bands[0].shape[1]
         z = bands[0]

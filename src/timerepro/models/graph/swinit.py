@@ -11,12 +11,14 @@
   the last message per node kept; f is a GRU cell (SWINIT-GRU) or the authors' 2-layer MLP on [m; s] with
   GELU and LayerNorm (SWINIT-mlp). An embedding reads the memory with pending messages applied on the fly
   (with gradient, bank untouched), so a batch never sees its own events;
-* graph of the batch G_i: each query node with its `num_neighbors` most recent interactions strictly before
-  the batch's first event (the state the authors' neighbour loader holds at the batch), as a star whose
-  leaves are that node's distinct neighbours (edge weight = number of interactions); the stars of a call
-  are disjoint copies, so an embedding never depends on which other nodes are queried with it (the task
-  scores positives and negatives in separate calls: a graph glued across queries would let the batch's
-  true destinations shape the positives' embeddings only);
+* graph of the batch G_i (`graphs/batch_graph.py`, option `batch_graph`): each query node with its
+  `num_neighbors` most recent interactions strictly before the batch's first event (the state the authors'
+  neighbour loader holds at the batch). `glued` (the authors' code, default): one graph over the batch's
+  sources, positive and negative destinations and their neighbours, neighbour -> centre edges, PyG's
+  Laplacian without symmetrisation; `graph_reuse: prepass` builds the training batches' graphs once, in a
+  pass before training with its own negatives, and reuses them every epoch (the authors' `pre_train` and
+  `d_list_batch`), `fresh` builds each call's own. `stars`: disjoint symmetrised stars, an embedding
+  independent of the other queries (the project's leak-free option);
 * UFGConv stack on G_i (X_i = memory of its nodes, FC inside each layer): `num_layers` layers, LayerNorm,
   ReLU and dropout between them (authors' Net); every layer's per-node band filters are rows of a global
   store Theta (n_bands, num_nodes): batch i reads the entries of its nodes as batch i-1's update left them
@@ -29,24 +31,26 @@ docs/swinit.md records every decision and where the paper and the authors' code 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from timerepro.encoders import make_encoder
+from timerepro.graphs.batch_graph import GRAPHS, BatchGraph, build_batch_graph, star_graphs  # noqa: F401
+from timerepro.graphs.negatives import train_sampler
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.memory import BufferedState
-from timerepro.models.graph.framelet import Framelet, UFGConv, normalized_laplacian
+from timerepro.models.graph.framelet import Framelet, UFGConv, graph_laplacian
 from timerepro.models.graph.spectral import SpectralFit, fit_projection
 
 INPUTS = ("trsvd", "raw", "raw_trsvd")  # Table 4: TRSVD, RAW, RAW+TRSVD
 CELLS = ("gru", "mlp")
 READOUTS = ("memory", "embedding")  # node classification reads the memory (authors' code) or the UFGConv output
 STATE = ("memory", "last_update", "pending_message", "pending_time", "has_pending")  # the live StreamState
+REUSE = ("prepass", "fresh")  # training graphs: built once before training and reused (authors), or per call
+PREPASS_STREAM = 2**32 - 1  # the pre-pass draws its negatives from RandomState([seed, this]); epochs use [seed, e]
 
 
 class MemoryMLP(nn.Module):
@@ -62,27 +66,6 @@ class MemoryMLP(nn.Module):
         return self.net(torch.cat([message, memory], dim=-1))
 
 
-class StarGraph(NamedTuple):
-    """The batch graph: node_ids (n,) global ids, centres first; edges (2, E) local ids; weights (E,)."""
-
-    node_ids: np.ndarray
-    edges: np.ndarray
-    weights: np.ndarray
-
-
-def star_graphs(centers: np.ndarray, neighbor_ids: np.ndarray) -> StarGraph:
-    """Disjoint stars: centre q (local id q) joined to one copy of each distinct neighbour of its row of
-    `neighbor_ids` (Q, k) (0 = padding), weighted by how often it occurs there."""
-    q, k = neighbor_ids.shape
-    rows, _ = np.nonzero(neighbor_ids)
-    nbr = neighbor_ids[neighbor_ids != 0]  # row-major, aligned with rows
-    stride = np.int64(neighbor_ids.max(initial=0) + 1)
-    pairs, counts = np.unique(rows * stride + nbr, return_counts=True)  # (P,) distinct (centre, neighbour)
-    leaf_ids = pairs % stride
-    edges = np.stack([pairs // stride, q + np.arange(len(pairs))])
-    return StarGraph(np.concatenate([np.asarray(centers, dtype=np.int64), leaf_ids]), edges, counts.astype(np.float64))
-
-
 class SWINIT(BufferedState, nn.Module):
     """SWINIT backbone: set_graph, and the memory as a `memory.StreamState` over the buffers of STATE."""
 
@@ -91,12 +74,15 @@ class SWINIT(BufferedState, nn.Module):
     def __init__(self, num_nodes: int, edge_feat: np.ndarray, fit: SpectralFit | None, *, inputs: str,
                  memory_cell: str, memory_dim: int, embedding_dim: int, time_dim: int, encoder: str,
                  num_neighbors: int, num_layers: int, framelet_levels: int, cheb_degree: int, lambda_max: float,
-                 dilation: float, dropout: float, readout: str):
+                 dilation: float, dropout: float, readout: str, batch_graph: str, graph_reuse: str):
         super().__init__()
         for name, value, known in (("spectral_input", inputs, INPUTS), ("memory_cell", memory_cell, CELLS),
-                                   ("nc_readout", readout, READOUTS)):
+                                   ("nc_readout", readout, READOUTS), ("batch_graph", batch_graph, GRAPHS),
+                                   ("graph_reuse", graph_reuse, REUSE)):
             if value not in known:
                 raise ValueError(f"unknown {name} {value!r}; known: {known}")
+        if graph_reuse == "prepass" and batch_graph != "glued":
+            raise ValueError("graph_reuse prepass is the authors' reuse of their glued graphs: use batch_graph glued")
         if (fit is None) != (inputs == "raw"):
             raise ValueError(f"spectral_input {inputs!r} {'needs' if fit is None else 'takes no'} spectral projection")
         if num_layers < 1 or num_neighbors < 1:
@@ -126,6 +112,23 @@ class SWINIT(BufferedState, nn.Module):
         self.register_buffer("pending_time", torch.zeros(self.num_nodes, dtype=torch.float64))
         self.register_buffer("has_pending", torch.zeros(self.num_nodes, dtype=torch.bool))
         self.neighbors: TemporalNeighbors | None = None
+        self.batch_graph_kind, self.graph_reuse = batch_graph, graph_reuse
+        self.prepass: list[tuple[np.ndarray, float]] | None = None  # per training batch: (queried nodes, cut)
+        self._train_batch = 0  # the training batch the next call embeds (reset by set_graph)
+
+    @property
+    def queries_independent(self) -> bool:
+        """Stars: an embedding does not depend on the other queries of the call (backbone.NodeEmbedder)."""
+        return self.batch_graph_kind == "stars"
+
+    @property
+    def embeds_whole_batch(self) -> bool:
+        """The glued graph spans a batch's sources, destinations and negatives: the task embeds them in one call."""
+        return self.batch_graph_kind == "glued"
+
+    def set_prepass(self, batches: list[tuple[np.ndarray, float]]) -> None:
+        """The pre-pass's training batches, in order: the queried nodes and the first event time of each."""
+        self.prepass = [(np.unique(np.asarray(nodes, dtype=np.int64)), float(cut)) for nodes, cut in batches]
 
     @property
     def out_dim(self) -> int:
@@ -142,8 +145,10 @@ class SWINIT(BufferedState, nn.Module):
     # ------------------------------------------------------------------ task hooks
 
     def set_graph(self, neighbors: TemporalNeighbors, rng=None) -> None:
-        """Interactions the batch graphs are built from (most recent: no random stream needed)."""
+        """Interactions the batch graphs are built from (most recent: no random stream needed). The task sets the
+        graph before every training epoch and evaluation: the pre-pass's batches count from here."""
         self.neighbors = neighbors
+        self._train_batch = 0
 
     def encode_events(self, edge_ids: torch.Tensor) -> torch.Tensor:
         """(B,) edge ids -> (B, feature_dim): x, x V or [x; x V]."""
@@ -199,32 +204,68 @@ class SWINIT(BufferedState, nn.Module):
             mem = mem.index_put((rows,), updated)
         return mem[self._index(inverse)]
 
-    def batch_graph(self, nodes: np.ndarray, cut: float) -> StarGraph:
-        """The stars of `nodes` over their most recent interactions strictly before `cut`."""
+    def _hood(self, nodes: np.ndarray, cut: float) -> np.ndarray:
+        """(Q,) nodes -> (Q, k) ids of their most recent interactions strictly before `cut` (0 = padding)."""
         if self.neighbors is None:
             raise RuntimeError("call set_graph(neighbors) before computing embeddings")
-        hood = self.neighbors.most_recent(nodes, np.full(len(nodes), cut), self.num_neighbors)  # (Q, k)
-        return star_graphs(nodes, hood.neighbor_ids)
+        return self.neighbors.most_recent(nodes, np.full(len(nodes), cut), self.num_neighbors).neighbor_ids
 
-    def embed(self, nodes, cut: float) -> torch.Tensor:
+    def batch_graph(self, nodes: np.ndarray, cut: float) -> BatchGraph:
+        """The graph of `batch_graph` kind over distinct `nodes` and their interactions strictly before `cut`."""
+        return build_batch_graph(self.batch_graph_kind, nodes, self._hood(nodes, cut))
+
+    def _graph_and_inputs(self, uniq: np.ndarray, cut: float) -> tuple[BatchGraph, np.ndarray, np.ndarray]:
+        """The graph a call runs on, which of its nodes carry their memory (the others enter as zeros) and the
+        rows of the queries `uniq` in it.
+
+        Fresh: the graph of the queried nodes; every node carries its memory. Pre-pass (training): the stored
+        graph of this training batch (the pre-pass's queries) with the call's queries absent from it appended as
+        isolated nodes; only the call's queries and their neighbours carry memory, as the authors' `s[n_id] = z`
+        over a reused `d_list`."""
+        if not (self.training and self.graph_reuse == "prepass"):
+            graph = self.batch_graph(uniq, cut)  # the queries are its first nodes (stars repeat ids in leaves)
+            return graph, np.ones(len(graph.node_ids), dtype=bool), np.arange(len(uniq))
+        if self.prepass is None:
+            raise RuntimeError("graph_reuse prepass: no pre-pass batches (set_prepass, done by build)")
+        if self._train_batch >= len(self.prepass) or self.prepass[self._train_batch][1] != cut:
+            raise RuntimeError(f"training call {self._train_batch} (cut {cut}) is not the pre-pass's batch at that "
+                               "place: the task must embed each training batch once, in order")
+        stored, _ = self.prepass[self._train_batch]
+        self._train_batch += 1
+        graph = self.batch_graph(stored, cut)
+        extra = np.setdiff1d(uniq, graph.node_ids)  # (X,) queries the stored graph lacks: isolated
+        graph = BatchGraph(np.concatenate([graph.node_ids, extra]), graph.edges, graph.weights, graph.symmetric)
+        hood = self._hood(uniq, cut)
+        live = np.union1d(uniq, hood[hood != 0])  # the call's n_id: queries and their neighbours
+        sorter = np.argsort(graph.node_ids)  # a glued graph's ids are distinct
+        place = sorter[np.searchsorted(graph.node_ids, uniq, sorter=sorter)]  # (U,)
+        return graph, np.isin(graph.node_ids, live), place
+
+    def _embed(self, nodes, cut: float) -> torch.Tensor:
         """(Q,) nodes of a batch whose first event is at `cut` -> (Q, d_emb); reads the memory, never changes it."""
         uniq, inverse = np.unique(np.asarray(nodes, dtype=np.int64), return_inverse=True)
-        graph = self.batch_graph(uniq, cut)
+        graph, live, place = self._graph_and_inputs(uniq, cut)
         n = len(graph.node_ids)
-        framelet = Framelet(normalized_laplacian(graph.edges, graph.weights, n).to(self.memory.device),
-                            **self.framelet_args)
+        laplacian = graph_laplacian(graph.edges, graph.weights, n, graph.symmetric)
+        framelet = Framelet(laplacian.to(self.memory.device), **self.framelet_args)
         ids = self._index(graph.node_ids)
         x = self.current_memory(graph.node_ids)  # (n, d_mem): X_i = memory of the batch graph's nodes
+        if not live.all():
+            x = x * torch.from_numpy(live).to(x.device).unsqueeze(-1)  # nodes outside the call's n_id: zeros
         for i, conv in enumerate(self.convs):
             x = conv(x, framelet, ids)  # (n, d_emb)
             if i < len(self.norms):
                 x = F.dropout(F.relu(self.norms[i](x)), p=self.dropout, training=self.training)
-        return x[: len(uniq)][self._index(inverse)]
+        return x[self._index(place)][self._index(inverse)]
+
+    def embed(self, nodes, times) -> torch.Tensor:
+        """(Q,) nodes queried at `times` (Q,), one batch (graph cut at its first time) -> (Q, d_emb)."""
+        return self._embed(nodes, float(np.min(times)))
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
         """Both endpoints of B candidate events of one batch: two (B, d_emb)."""
         src = np.asarray(src, dtype=np.int64)
-        h = self.embed(np.concatenate([src, np.asarray(dst, dtype=np.int64)]), float(np.min(times)))
+        h = self._embed(np.concatenate([src, np.asarray(dst, dtype=np.int64)]), float(np.min(times)))
         return h[: len(src)], h[len(src):]
 
     def classification_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
@@ -234,9 +275,26 @@ class SWINIT(BufferedState, nn.Module):
         return self.pair_embeddings(src, dst, times)
 
 
+def prepass_batches(data, split, batch_size: int, seed: int) -> list[tuple[np.ndarray, float]]:
+    """The authors' pre-training pass (`link_prediction_transductive.py` pre_train, ~52-109): the training batches
+    in the task's order with negatives of their own (the task's training sampler on a stream no epoch uses);
+    per batch the queried nodes (sources, destinations, negative destinations) and its first event time."""
+    sampler = train_sampler(data, split, seed=seed)
+    sampler.random_state = np.random.RandomState([seed, PREPASS_STREAM])
+    train_idx = np.flatnonzero(split.train)
+    out = []
+    for start in range(0, len(train_idx), batch_size):
+        b = train_idx[start:start + batch_size]
+        src, dst, ts = data.src[b], data.dst[b], data.ts[b]
+        _, neg_dst = sampler.sample_for_batch(src, dst, ts)
+        out.append((np.concatenate([src, dst, neg_dst]), float(np.min(ts))))
+    return out
+
+
 def build(config: dict, data, split, train_graph: TemporalNeighbors) -> SWINIT:
     """SWINIT from a resolved config: the spectral projection is fitted on the training events' features
-    (authors' `findMode(train_data)`), with the run's seed for the random test matrix."""
+    (authors' `findMode(train_data)`), with the run's seed for the random test matrix; with `graph_reuse: prepass`
+    the pre-pass's training batches (`prepass_batches`)."""
     inputs = config["spectral_input"]
     fit = None
     if inputs != "raw":
@@ -244,9 +302,13 @@ def build(config: dict, data, split, train_graph: TemporalNeighbors) -> SWINIT:
         fit = fit_projection(x, range(int(config["svd_rank_min"]), int(config["svd_rank_max"]) + 1),
                              float(config["svd_tolerance"]), power_iterations=int(config["svd_power_iterations"]),
                              seed=int(config["seed"]))
-    return SWINIT(data.node_feat.shape[0], data.edge_feat, fit, inputs=inputs, memory_cell=config["memory_cell"],
-                  memory_dim=int(config["memory_dim"]), embedding_dim=int(config["embedding_dim"]),
-                  time_dim=int(config["d_T"]), encoder=config["encoder"], num_neighbors=int(config["num_neighbors"]),
-                  num_layers=int(config["num_layers"]), framelet_levels=int(config["framelet_levels"]),
-                  cheb_degree=int(config["cheb_degree"]), lambda_max=float(config["lambda_max"]),
-                  dilation=float(config["dilation"]), dropout=float(config["dropout"]), readout=config["nc_readout"])
+    model = SWINIT(data.node_feat.shape[0], data.edge_feat, fit, inputs=inputs, memory_cell=config["memory_cell"],
+                   memory_dim=int(config["memory_dim"]), embedding_dim=int(config["embedding_dim"]),
+                   time_dim=int(config["d_T"]), encoder=config["encoder"], num_neighbors=int(config["num_neighbors"]),
+                   num_layers=int(config["num_layers"]), framelet_levels=int(config["framelet_levels"]),
+                   cheb_degree=int(config["cheb_degree"]), lambda_max=float(config["lambda_max"]),
+                   dilation=float(config["dilation"]), dropout=float(config["dropout"]), readout=config["nc_readout"],
+                   batch_graph=config["batch_graph"], graph_reuse=config["graph_reuse"])
+    if model.graph_reuse == "prepass":
+        model.set_prepass(prepass_batches(data, split, int(config["batch_size"]), int(config["seed"])))
+    return model
