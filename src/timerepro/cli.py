@@ -54,6 +54,9 @@ def cmd_validate(args) -> int:
     n = {s: len(reg.runs(s)) for s in reg.scale_names()}
     print(f"params/ is valid: {len(reg.papers)} papers, "
           f"{sum(len(reg.artifacts(p)) for p in reg.papers)} artifacts; runs per scale: {n}")
+    for scale in reg.scale_names():
+        for line in reg.left_out(scale):
+            print(f"left out at {scale} scale (unobtainable data): {line}")
     for scale in [args.scale] if args.scale else []:
         problem = unpinned_report(reg, scale)
         if problem:

@@ -198,7 +198,9 @@ class Time2Vec(nn.Module):
     (w_n = 2 pi n / k, phi_n = 0, fixed) or positional (Vaswani et al.: w_j = 10000^(-2 floor(j/2) / k),
     phi_j = 0 for even j and pi/2 for odd j, so sin/cos pairs, fixed); `linear_term=False` (5d) drops
     t2v[0], so all `dim` outputs are periodic. `fixed_frequencies` freezes learned ones at their initial values.
-    Initial values of learned parameters: standard normal (as the common reference implementations).
+    Initial values of learned parameters (`init`): uniform, U(-1, 1), what torch's nn.Linear(1, dim) starts from
+    (bound 1/sqrt(fan_in) = 1), so every |w| lies in (0, 1) as the paper's learned frequencies do (Figure 5c;
+    its code is not public: docs/time2vec.md); normal, N(0, 1) (torch.randn: the common reimplementations).
     """
 
     ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -215,6 +217,10 @@ class Time2Vec(nn.Module):
     }
     PERIODIC = ("sin", "cos", "mod", "triangle")
     FREQUENCIES = ("learned", "equally_spaced", "positional")
+    INITS: dict[str, Callable[[int], torch.Tensor]] = {
+        "uniform": lambda n: torch.empty(n).uniform_(-1.0, 1.0),
+        "normal": lambda n: torch.randn(n),
+    }
 
     def __init__(
         self,
@@ -226,6 +232,7 @@ class Time2Vec(nn.Module):
         frequencies: str = "learned",
         linear_term: bool = True,
         fixed_frequencies: bool = False,
+        init: str = "uniform",
     ):
         super().__init__()
         k = dim - 1 if linear_term else dim
@@ -235,14 +242,17 @@ class Time2Vec(nn.Module):
             raise ValueError(f"unknown Time2Vec activation {activation!r}; known: {sorted(self.ACTIVATIONS)}")
         if frequencies not in self.FREQUENCIES:
             raise ValueError(f"unknown Time2Vec frequencies {frequencies!r}; known: {list(self.FREQUENCIES)}")
+        if init not in self.INITS:
+            raise ValueError(f"unknown Time2Vec init {init!r}; known: {sorted(self.INITS)}")
         self.dim, self.k = dim, k
         self.activation, self.frequencies, self.linear_term = activation, frequencies, linear_term
+        draw = self.INITS[init]
         if linear_term:
-            self.w0 = nn.Parameter(torch.randn(1))
-            self.phi0 = nn.Parameter(torch.randn(1))
+            self.w0 = nn.Parameter(draw(1))
+            self.phi0 = nn.Parameter(draw(1))
         if frequencies == "learned":
-            self.w = nn.Parameter(torch.randn(k), requires_grad=not fixed_frequencies)
-            self.phi = nn.Parameter(torch.randn(k))
+            self.w = nn.Parameter(draw(k), requires_grad=not fixed_frequencies)
+            self.phi = nn.Parameter(draw(k))
         else:
             w, phi = self.fixed_schedule(frequencies, k)
             self.register_buffer("w", w)

@@ -176,6 +176,31 @@ class Registry:
         entries = doc.get("datasets", doc) if isinstance(doc, dict) else {}
         return set(entries) if isinstance(entries, dict) else set()
 
+    @cached_property
+    def _unobtainable(self) -> dict[str, str]:
+        """Locked datasets whose status is `unobtainable`, with the lock's reason: their real-data runs are left
+        out of every scale before any job starts (a stand-in of them still runs)."""
+        lock = self.root / "datasets.lock.yaml"
+        doc = (load_yaml(lock) or {}) if lock.is_file() else {}
+        entries = doc.get("datasets", doc) if isinstance(doc, dict) else {}
+        return {name: str(e.get("reason", "")) for name, e in (entries or {}).items()
+                if isinstance(e, dict) and e.get("status") == "unobtainable"}
+
+    def left_out(self, scale: str) -> list[str]:
+        """'paper/experiment: dataset (reason)' for each experiment of an implemented artifact whose real-data runs
+        `scale` leaves out because the dataset is unobtainable."""
+        out = []
+        standin = self._scale(scale)["standin"]
+        for paper in PAPERS:
+            for art in self.implemented(paper):
+                for name in art.get("experiments", []):
+                    exp = self.papers[paper]["experiments"][name]
+                    over = self._scale(scale)["experiments"].get(f"{paper}/{name}", {})
+                    line = f"{paper}/{name}: {exp.get('dataset')} ({self._unobtainable.get(exp.get('dataset'))})"
+                    if exp.get("dataset") in self._unobtainable and not over.get("standin", standin) and line not in out:
+                        out.append(line)
+        return out
+
     def _check_values(self, path: Path, where: str, exp: dict, dataset: str | None) -> None:
         """Every fixed and grid value must be a declared parameter of the task, of its type; every
         `data` key must be a setting of the dataset."""
@@ -241,6 +266,8 @@ class Registry:
                 }
                 if any(all(config.get(k) == v for k, v in match.items()) for match in exp.get("skip", [])):
                     continue
+                if config.get("dataset") in self._unobtainable and not config.get("standin"):
+                    continue  # real data that cannot be had: left out, with the lock's reason (`left_out`)
                 for cond in conditions(exp):
                     if all(config.get(k) == v for k, v in cond["match"].items()):
                         config.update(cond["fixed"])

@@ -270,3 +270,19 @@ def test_single_class_split_is_refused_before_any_training():
         nc._check_labels("test", np.zeros(10))
     with pytest.raises(ValueError, match="0/1"):
         nc._check_labels("val", np.array([0.0, 2.0]))
+
+
+def test_last_epoch_head_with_its_own_dropout(task, reference, tmp_path, monkeypatch):
+    """swinit's authors (node_classification.py ~509-526): the head has dropout 0.1 whatever the backbone's, and the
+    reported test AUC is the last epoch's head, not the best validation epoch's."""
+    made = []
+    head_cls = nc.MLPClassifier
+    monkeypatch.setattr(nc, "MLPClassifier", lambda dim, dropout: made.append(dropout) or head_cls(dim, dropout))
+    d = runs.execute(make_config(head_dropout=0.3, head_epoch="last"), results=tmp_path, show_progress=False)
+    metrics = json.loads((d / "metrics.json").read_text())
+    history = json.loads((d / "history.json").read_text())
+    assert made == [0.3]
+    assert metrics["best_epoch"] == len(history) - 1 == 3
+    assert metrics["val_auc"] == pytest.approx(history[-1]["val_auc"], abs=1e-12)
+    with pytest.raises(ValueError, match="head_epoch"):
+        runs.execute(make_config(head_epoch="middle"), results=tmp_path / "bad", show_progress=False)

@@ -92,3 +92,17 @@ def test_learned_variant_learns_w_and_phi_and_bad_names_are_refused():
         make_encoder("time2vec", 4, activation="square")
     with pytest.raises(ValueError, match="periodic term"):
         make_encoder("time2vec", 1)
+
+
+def test_learned_parameters_start_uniform_in_minus_one_one_or_normal():
+    """Default init U(-1, 1) (torch's nn.Linear(1, k+1)): every |w| in (0, 1), as the paper's learned frequencies
+    (Figure 5c); `init="normal"` N(0, 1) puts about a third of them beyond 1. Unknown names are refused."""
+    torch.manual_seed(0)
+    enc = Time2Vec(2001)
+    for p in (enc.w, enc.phi, enc.w0, enc.phi0):
+        assert p.abs().max() < 1 and p.requires_grad
+    assert enc.w.min() < -0.9 and enc.w.max() > 0.9
+    normal = Time2Vec(2001, init="normal")
+    assert 0.25 < float((normal.w.abs() > 1).float().mean()) < 0.4
+    with pytest.raises(ValueError, match="init"):
+        Time2Vec(5, init="zeros")

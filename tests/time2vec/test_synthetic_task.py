@@ -38,9 +38,9 @@ def test_canonical_form_keeps_the_function_on_the_input_grid():
     assert min(mean, 2 * math.pi - mean) < 1e-9 and std < 0.2
 
 
-def _train(tmp_path, scale: float, seeds: int, epochs: int, lr: float) -> list[dict]:
+def _train(tmp_path, scale: float, seeds: int, epochs: int, lr: float, init: str = "normal") -> list[dict]:
     torch.set_num_threads(1)  # tiny tensors: threads only add contention
-    configs = [{"run_id": f"s{scale}-{s}", "seed": s, "input_scale": scale, "t2v_dim": 32, "lr": lr,
+    configs = [{"run_id": f"s{scale}-{s}", "seed": s, "input_scale": scale, "t2v_dim": 32, "lr": lr, "t2v_init": init,
                 "batch_size": None, "max_epochs": epochs,
                 "data": {"n_days": 365, "period": 7, "train_fraction": 0.75}} for s in range(seeds)]
     ctxs = [RunContext(c, tmp_path / c["run_id"], device="cpu", show_progress=False) for c in configs]
@@ -54,7 +54,8 @@ def _train(tmp_path, scale: float, seeds: int, epochs: int, lr: float) -> list[d
 def test_trained_main_sine_finds_the_week_and_x2_halves_it(tmp_path):
     """Eight stacked runs, 2000 full-batch Adam steps at lr 0.01 (a shorter schedule than the paper's 0.001:
     seconds): every run that fits the training days has its main sine on the weekly family k 2pi / (7 scale),
-    the fundamental is the most common, and with inputs x2 the fundamental is about half of 2 pi / 7."""
+    the fundamental is the most common, and with inputs x2 the fundamental is about half of 2 pi / 7. From N(0, 1)
+    frequencies (`t2v_init: normal`): from U(-1, 1), the table default, 2 of 8 runs fit at this short schedule."""
     for scale in (1.0, 2.0):
         runs = _train(tmp_path, scale, seeds=8, epochs=2000, lr=0.01)
         fund = 2 * math.pi / (7 * scale)

@@ -4,7 +4,16 @@
   `tau_kind` delta_next: tau_j = t_{j+1} - t_j (what the TimeLSTM code feeds, its `user-item-delta-time.lst`),
   since_start: tau_j = t_j - t_1 (SOF, the paper's "times shifted to start at 0");
 * training: cross-entropy of the next item at every step (TimeLSTM's y = sent[1:]), `optimizer` adam or
-  adagrad (the TimeLSTM code: Adagrad, lr 0.01, batch 5), `max_epochs` epochs, no early stopping;
+  adagrad (the TimeLSTM code: Adagrad, lr 0.01, batch 5), `max_epochs` epochs, no early stopping; `train_order`
+  file (the TimeLSTM code's `gen_data`: the sequences in their order every epoch) or shuffled (a new order per
+  epoch); `test_prefixes` timelstm: after `fixed_epochs` epochs every epoch also trains on growing prefixes of
+  the test sequences' inputs (TimeLSTM `main.py` add_test_to_train, ~414-484; `prefixes_for_epoch`), none:
+  the training sequences only (the project's earlier protocol);
+* model selection (`selection`): train_last_item holds out each training sequence's last item (trained on the
+  rest; a sequence of 2 items is kept whole) and ranks it from the sequence like a test target, after every
+  epoch, as `selection_*` metrics (history `val_selection_*`), on candidates of their own (`candidate_seed`, 1):
+  what the Time2Vec size is chosen on, never the test curves; none: no held-out item (the TimeLSTM code has no
+  validation set, and trained on every item);
 * evaluation (after every epoch, the figures' curves): `eval_positions` last: each test sequence's last item
   from its prefix (TimeLSTM's do_evaluate), all: every next event of the test sequences. For each target,
   `candidate_repeats` draws of k - 1 random other items plus the correct one (TimeLSTM: k = 101, SAMPLE_TIME 20
@@ -30,7 +39,7 @@ from timerepro.tasks.event_classification import batch
 from timerepro.train import fit
 
 
-def sample_candidates(targets: np.ndarray, n_items: int, k: int, repeats: int, seed: int) -> np.ndarray:
+def sample_candidates(targets: np.ndarray, n_items: int, k: int, repeats: int, seed: int | list[int]) -> np.ndarray:
     """(n_targets, repeats, k) item ids: column 0 the target, then k - 1 distinct random other items.
 
     k is capped at n_items (then every item is a candidate: a full ranking)."""
@@ -78,6 +87,64 @@ def timelstm_inputs(seqs: tpp.EventSequences, tau_kind: str, min_len: int, eval_
         y = items[-1:] if eval_last else items[1:]
         out.append({"types": x, "tau": xt.astype(np.float32), "targets": y})
     return out
+
+
+PREFIX_PROTOCOLS = ("timelstm", "none")
+TRAIN_ORDERS = ("file", "shuffled")
+
+
+def prefix_length(epoch: int, fixed_epochs: int, max_epochs: int, width: int) -> int:
+    """The test-prefix length 0-based `epoch` trains on (0: none). TimeLSTM main.py ~470-484: after epoch e
+    (1-based, e > FIXED_EPOCHS) add_test_to_train(int((e - FIXED_EPOCHS) * test_data_length / (NUM_EPOCHS -
+    FIXED_EPOCHS))) feeds the next epoch, whose 0-based index is e; test_data_length = the test inputs' padded width."""
+    if epoch <= fixed_epochs or max_epochs <= fixed_epochs:
+        return 0
+    return int((epoch - fixed_epochs) * width / (max_epochs - fixed_epochs))
+
+
+def added_test_prefixes(test: list[dict], length: int) -> list[dict]:
+    """TimeLSTM's add_test_to_train(length) (main.py ~414-444) on the test inputs (each sequence but its last item,
+    the held-out target, never added): n = length, or length - 1 where the input is not longer than length; inputs
+    = the first n entries of the input padded to the widest test input, targets the next n. As the code, padding
+    enters as item 0 (its one-hot padding row) at tau 0 where n exceeds the input; n = 0 adds nothing."""
+    width = max((len(s["types"]) for s in test), default=0)
+    out = []
+    for s in test:
+        n = length if len(s["types"]) > length else length - 1
+        if n < 1:
+            continue
+        types = np.pad(s["types"], (0, width + 1 - len(s["types"])))  # (width + 1,) item 0 beyond the input
+        tau = np.pad(s["tau"], (0, width - len(s["tau"])))
+        out.append({"types": types[:n], "tau": tau[:n].astype(np.float32), "targets": types[1:n + 1]})
+    return out
+
+
+def prefixes_for_epoch(config: dict, test: list[dict], epoch: int) -> list[dict]:
+    """The test prefixes training epoch `epoch` (0-based) adds under `test_prefixes` (none: [])."""
+    protocol = config["test_prefixes"]
+    if protocol not in PREFIX_PROTOCOLS:
+        raise ValueError(f"unknown test_prefixes {protocol!r}; known: {PREFIX_PROTOCOLS}")
+    if protocol == "none":
+        return []
+    width = max((len(s["types"]) for s in test), default=0)
+    length = prefix_length(epoch, int(config["fixed_epochs"]), int(config["max_epochs"]), width)
+    return added_test_prefixes(test, length) if length else []
+
+
+SELECTIONS = ("train_last_item", "none")
+
+
+def hold_out_last_items(train: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(the training sequences without their last target, the validation queries: each sequence's inputs with its
+    last target); a sequence with one target stays whole and gives no query."""
+    fit_part, val = [], []
+    for s in train:
+        if len(s["targets"]) < 2:
+            fit_part.append(s)
+            continue
+        fit_part.append({"types": s["types"][:-1], "tau": s["tau"][:-1], "targets": s["targets"][:-1]})
+        val.append({**s, "targets": s["targets"][-1:]})
+    return fit_part, val
 
 
 def load(config: dict) -> tuple[dict[str, list[dict]], int, dict]:
@@ -129,12 +196,28 @@ def run(config: dict, ctx) -> dict:
     opt_cls = {"adam": torch.optim.Adam, "adagrad": torch.optim.Adagrad}[config["optimizer"]]
     opt = opt_cls(model.parameters(), lr=float(config["lr"]))
 
+    if config["train_order"] not in TRAIN_ORDERS:
+        raise ValueError(f"unknown train_order {config['train_order']!r}; known: {TRAIN_ORDERS}")
+    prefixes_for_epoch(config, test, 0)  # refuse an unknown protocol before training
+    if config["selection"] not in SELECTIONS:
+        raise ValueError(f"unknown selection {config['selection']!r}; known: {SELECTIONS}")
+    val: list[dict] = []
+    if config["selection"] == "train_last_item":
+        train, val = hold_out_last_items(train)
+    val_targets = np.concatenate([s["targets"] for s in val]) if val else np.zeros(0, np.int64)
+    val_cand = sample_candidates(val_targets, n_items, k, int(config["candidate_repeats"]),
+                                 [int(config["candidate_seed"]), 1])
+
     def train_epoch(epoch: int) -> dict:
         model.train()
-        order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed * 100003 + epoch)).tolist()
+        seqs = train + prefixes_for_epoch(config, test, epoch)  # TimeLSTM: the prefixes after the training users
+        if config["train_order"] == "file":
+            order = list(range(len(seqs)))
+        else:
+            order = torch.randperm(len(seqs), generator=torch.Generator().manual_seed(seed * 100003 + epoch)).tolist()
         total, count = 0.0, 0
         for i in range(0, len(order), bs):
-            chunk = [train[j] for j in order[i:i + bs]]
+            chunk = [seqs[j] for j in order[i:i + bs]]
             types, tau, lengths = batch(chunk)
             logits = model.out(model.states(types, tau, lengths))  # (B, L, n_items)
             y = torch.from_numpy(np.stack([np.pad(s["targets"], (0, types.shape[1] - len(s["targets"])))
@@ -148,7 +231,10 @@ def run(config: dict, ctx) -> dict:
         return {"train_loss": total / max(1, count)}
 
     def validate() -> dict:
-        return evaluate(model, test, cand, qs)
+        out = evaluate(model, test, cand, qs)  # the figures' curves (the code's per-epoch test evaluation)
+        if val:
+            out.update({f"selection_{k_}": v for k_, v in evaluate(model, val, val_cand, qs).items()})
+        return out
 
     epochs = int(config["max_epochs"])
     main = f"recall_at_{next(iter(qs))}"

@@ -41,6 +41,7 @@ from timerepro.tasks import link_prediction as lp
 from timerepro.train import fit
 
 # keys of a node-classification config that configure the head, not the backbone's link prediction
+HEAD_EPOCHS = ("best", "last")  # which epoch's head is tested: best validation AUC (DyGLib) or the last (swinit)
 BACKBONE_KEYS = {"backbone_lr": "lr", "backbone_epochs": "max_epochs", "backbone_patience": "patience",
                  "backbone_eval_negatives": "eval_negatives"}
 
@@ -199,12 +200,21 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
     embed_time = time.perf_counter() - t0
 
     torch.manual_seed(int(config["seed"]))  # the head's initialisation does not depend on the backbone's path
-    # DyGLib's head uses the backbone's dropout (per dataset for DyGFormer: dataset_defaults)
-    head = MLPClassifier(_classification_dim(model.backbone), float(with_dataset_defaults(config)["dropout"]))
+    # DyGLib's head uses the backbone's dropout (per dataset for DyGFormer: dataset_defaults); `head_dropout` its own
+    # (swinit's authors: MLP(drop=0.1), node_classification.py ~509)
+    dropout = config.get("head_dropout", with_dataset_defaults(config)["dropout"])
+    head = MLPClassifier(_classification_dim(model.backbone), float(dropout))
     opt = lp.make_optimizer(config, head.parameters())
     y_train = torch.as_tensor(labels["train"], dtype=torch.float32)
+    # `head_epoch: last` keeps the last epoch's head (swinit's authors report its test AUC, ~515-526): the monitored
+    # count of trained epochs improves every epoch; absent or `best`: the best validation AUC (DyGLib)
+    head_epoch = config.get("head_epoch", "best")
+    if head_epoch not in HEAD_EPOCHS:
+        raise ValueError(f"unknown head_epoch {head_epoch!r}; known: {HEAD_EPOCHS}")
+    trained = [0]
 
     def train_epoch(epoch: int) -> dict:
+        trained[0] = epoch + 1
         head.train()
         total = 0.0
         for start in ctx.progress(range(0, len(y_train), batch_size), desc=f"epoch {epoch}"):
@@ -218,9 +228,10 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
 
     def validate() -> dict:
         m = evaluate_head(head, emb["val"], labels["val"], batch_size)
-        return {"auc": m["auc"], "loss": m["loss"]}
+        return {"auc": m["auc"], "loss": m["loss"], **({"trained_epochs": trained[0]} if head_epoch == "last" else {})}
 
-    result = fit(head, opt, train_epoch=train_epoch, validate=validate, monitor="auc", mode="max",
+    monitor = "trained_epochs" if head_epoch == "last" else "auc"
+    result = fit(head, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode="max",
                  max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx)
     metrics: dict = {}
     for name in ("val", "test"):

@@ -24,7 +24,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from timerepro.encoders import Time2Vec
 
-T2V_KEYS = ("activation", "frequencies", "linear_term")
+# config key -> Time2Vec argument (t2v_init: the learned parameters' initial distribution, docs/time2vec.md)
+T2V_KEYS = {"activation": "activation", "frequencies": "frequencies", "linear_term": "linear_term", "t2v_init": "init"}
 
 
 def time_features(time_input: str, config: dict) -> tuple[nn.Module | None, int]:
@@ -34,7 +35,7 @@ def time_features(time_input: str, config: dict) -> tuple[nn.Module | None, int]
     if time_input != "t2v":
         raise ValueError(f"time_input must be 'tau' or 't2v', got {time_input!r}")
     k, linear = int(config["k_sines"]), bool(config.get("linear_term", True))
-    enc = Time2Vec(k + int(linear), **{key: config[key] for key in T2V_KEYS if key in config})
+    enc = Time2Vec(k + int(linear), **{arg: config[key] for key, arg in T2V_KEYS.items() if key in config})
     return enc, enc.dim
 
 
@@ -177,7 +178,7 @@ class Time2VecClassifier(nn.Module):
 
     def __init__(self, dim: int, config: dict):
         super().__init__()
-        self.t2v = Time2Vec(dim, **{k: config[k] for k in T2V_KEYS if k in config})
+        self.t2v = Time2Vec(dim, **{arg: config[key] for key, arg in T2V_KEYS.items() if key in config})
         self.out = nn.Linear(dim, 1)
 
     def forward(self, tau: torch.Tensor) -> torch.Tensor:
