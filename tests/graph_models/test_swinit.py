@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from timerepro import registry, runs
 from timerepro.graphs.neighbors import TemporalNeighbors
-from timerepro.models.graph.framelet import Framelet, exact_operators, normalized_laplacian
+from timerepro.graphs.batch_graph import glued_graph
+from timerepro.models.graph.framelet import Framelet, directed_laplacian, exact_operators, normalized_laplacian
 from timerepro.models.graph.spectral import (fit_projection, randomized_svd, spectral_norm_error,
                                              truncation_errors)
 from timerepro.models.graph.swinit import SWINIT, star_graphs
@@ -119,6 +120,19 @@ def test_isolated_node_and_symmetry_of_the_laplacian():
     torch.testing.assert_close(lap, torch.tensor([[1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
 
 
+def test_glued_graph_and_pygs_unsymmetrised_laplacian_by_hand():
+    """The authors' graph: one node set (centres first, then the other neighbours in id order), one edge
+    neighbour -> centre per stored interaction; PyG's get_laplacian(sym) on them: degrees over the source row, a
+    centre nobody lists (9) has degree 0, so its incoming edge weighs 0; nothing symmetrised."""
+    g = glued_graph(np.array([7, 9]), np.array([[0, 3, 3, 5], [0, 0, 7, 0]]))
+    assert g.node_ids.tolist() == [7, 9, 3, 5] and not g.symmetric
+    assert g.edges.tolist() == [[2, 2, 3, 0], [0, 0, 0, 1]]
+    lap = directed_laplacian(g.edges, g.weights, 4).to_dense()
+    want = torch.eye(4)
+    want[2, 0], want[3, 0] = -2 / np.sqrt(2.0), -1.0  # deg(3) = 2 (two interactions), deg(5) = 1, deg(7) = 1
+    torch.testing.assert_close(lap, want)
+
+
 # ------------------------------------------------------------------ the model
 
 def test_star_graphs_are_disjoint_and_weighted_by_multiplicity():
@@ -194,6 +208,24 @@ def test_theta_written_by_batch_i_is_where_batch_i_plus_1_starts(cell):
         for ids, values in reads[i]:
             torch.testing.assert_close(values, written[i - 1][:, ids], rtol=0, atol=0)
             assert (values != before[i - 1][:, ids]).all()  # batch i-1's step did write these entries
+
+
+def test_in_the_glued_graph_a_source_reads_its_true_destination():
+    """The finding behind the stars option: u interacted with v before the batch; u's embedding in the authors'
+    glued graph changes with whether v is queried beside it (as the batch's positive), and not in the stars."""
+    src, dst = np.array([1, 1, 2, 3]), np.array([5, 6, 5, 6])
+    ts, eids = np.array([1.0, 2.0, 3.0, 4.0]), np.arange(1, 5)
+    feat = np.vstack([np.zeros((1, 6)), np.random.default_rng(0).normal(size=(4, 6))])
+    moved = {}
+    for graph in ("glued", "stars"):
+        net = toy_swinit(feat, 8, graph=graph).eval()
+        net.set_graph(TemporalNeighbors(src, dst, ts, eids, num_nodes=8))
+        net.observe(src, dst, ts, eids)
+        with torch.no_grad():
+            with_v = net.embed(np.array([1, 5]), np.array([9.0, 9.0]))[0]  # v = 5: 1 is among 5's neighbours
+            without = net.embed(np.array([1, 7]), np.array([9.0, 9.0]))[0]  # 7: never interacted
+        moved[graph] = float((with_v - without).abs().max())
+    assert moved["glued"] > 1e-3 and moved["stars"] < 1e-6
 
 
 @pytest.mark.parametrize("cell", ["gru", "mlp"])
