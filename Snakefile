@@ -39,6 +39,6 @@ localrules:
 
 
 rule all:
+    default_target: True
     input:
         RESULTS / "report" / "index.html",
-    default_target: True

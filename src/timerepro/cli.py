@@ -16,6 +16,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from timerepro import resources
@@ -127,24 +128,99 @@ def cmd_run(args) -> int:
 
 
 def cmd_run_job(args) -> int:
-    """Execute the runs of one scheduler job, then write its marker under results/jobs/."""
-    from timerepro import records, runs
+    """Execute the runs of one scheduler job, or of a batch of jobs one after another, each in a fork of this process
+    (timerepro.batching), then write the marker under results/jobs/; `--timing` records where its time went."""
+    timing = {"process_start": _process_start(), "main_start": time.time()}
+    from timerepro import batching, records, runs
     from timerepro.fingerprint import Fingerprinter
     from timerepro.paths import results_dir
 
     reg = _registry()
-    job = reg.find_job(args.paper, args.job_id, _scale(args, reg))
-    print(f"job {args.job_id}: {len(job.runs)} runs", file=sys.stderr, flush=True)
+    scale = _scale(args, reg)
+    known = {j.job_id: j for j in reg.jobs(scale, paper=args.paper)}
+    jobs = [known.get(jid) or reg.find_job(args.paper, jid, scale) for jid in args.job_id]  # find_job: the error
+    print(f"jobs {' '.join(args.job_id)}: {sum(len(j.runs) for j in jobs)} runs", file=sys.stderr, flush=True)
     fingerprints = Fingerprinter(models=reg.models)
-    paths = runs.execute_many([r.config for r in job.runs], device=args.device, threads=args.threads,
-                              show_progress=not args.quiet, fingerprints=fingerprints)
-    done = [str(p.relative_to(results_dir())) for p in paths]
-    made_by = {r.run_id: (records.recorded_fingerprint(p) or {}).get("fingerprint") for r, p in zip(job.runs, paths)}
+    for task in {r.config["task"] for j in jobs for r in j.runs}:  # imported once, before a batch forks
+        runs.get_task(task)
+    timing.update(ready=time.time(), jobs=[])
+    done, made_by = [], {}
+    for job in jobs:
+        t0 = time.time()
+        configs = [r.config for r in job.runs]
+
+        def execute(configs=configs):
+            runs.execute_many(configs, device=args.device, threads=args.threads, show_progress=not args.quiet,
+                              fingerprints=fingerprints)
+
+        if len(jobs) > 1:
+            _in_own_process(execute, job.job_id)
+        else:
+            execute()
+        paths = [runs.run_dir(c) for c in configs]
+        done += [str(p.relative_to(results_dir())) for p in paths]
+        made_by.update({r.run_id: (records.recorded_fingerprint(p) or {}).get("fingerprint")
+                        for r, p in zip(job.runs, paths)})
+        timing["jobs"].append({"job_id": job.job_id, "runs": [r.run_id for r in job.runs], "start": t0, "end": time.time()})
+    codes = {fingerprints.job([r.config for r in j.runs]) for j in jobs}
     marker = Path(args.marker) if args.marker else records.job_marker(
-        results_dir(), args.paper, args.job_id, fingerprints.job([r.config for r in job.runs]))
-    records.write_job_marker(marker, args.job_id, done, made_by)
+        results_dir(), args.paper, batching.batch_id(args.job_id), "-".join(sorted(codes)))
+    records.write_job_marker(marker, batching.batch_id(args.job_id), done, made_by)
+    if args.timing:
+        _write_timing(Path(args.timing), timing)
     print(marker)
     return 0
+
+
+def _in_own_process(fn, job_id: str) -> None:
+    """Run `fn()` in a forked copy of this process: Python, torch, params/ and the fingerprints are loaded once
+    per batch, while each job's memory, caches and random state start as they would in a process of its own
+    (its runs' peak memory is theirs alone). Raise when it fails; without fork (not POSIX) run it here."""
+    if not hasattr(os, "fork"):
+        fn()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the parent's code
+        code = 1
+        try:
+            fn()
+            code = 0
+        except BaseException:  # noqa: BLE001 (reported here, judged by the parent through the exit status)
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"job {job_id} failed (its process exited with status {code}): see the traceback above")
+
+
+def _process_start() -> float | None:
+    """When this process started (seconds since the epoch), or None where psutil cannot say."""
+    try:
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 (timing is a measurement, never a reason to fail a job)
+        return None
+
+
+def _write_timing(path: Path, timing: dict) -> None:
+    """The job process's clock (start, entry to main, first run, each job's runs, end) and CPU seconds (its own,
+    and its forks' for the jobs of a batch)."""
+    import resource
+
+    from timerepro.io import atomic_write_json
+
+    own, forks = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    atomic_write_json(path, {**timing, "end": time.time(), "cpu_s": round(own.ru_utime + own.ru_stime, 2),
+                             "cpu_children_s": round(forks.ru_utime + forks.ru_stime, 2)})
 
 
 def cmd_run_all(args) -> int:
@@ -348,8 +424,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "run":
             p.add_argument("run_id", help="12-hex-digit id from `timerepro runs`")
         elif name == "run-job":
-            p.add_argument("job_id", help="12-hex-digit id of a job (the Snakefile's train rule)")
-            p.add_argument("--marker", help="where to write the job's marker (default: results/jobs/<paper>/<job>.<fingerprint>.json)")
+            p.add_argument("job_id", nargs="+", help="12-hex-digit id of a job; several: a batch, run one after another "
+                                                     "in this process (the Snakefile's train rule)")
+            p.add_argument("--marker", help="where to write the marker (default: results/jobs/<paper>/<job or batch>."
+                                            "<fingerprint>.json)")
+            p.add_argument("--timing", help="also write the process's timing (start-up, each job, CPU) to this JSON file")
         else:
             _filters(p)
             p.add_argument("--jobs", type=int, default=1, help="runs in parallel, one process each (default 1)")

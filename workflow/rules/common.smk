@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.settings.types import DeploymentMethod
 
-from timerepro import cluster, records, registry
+from timerepro import batching, cluster, records, registry
 from timerepro.data.pinning import unpinned_report
 from timerepro.fingerprint import Fingerprinter, run_datasets
 from timerepro.report.families import report_fingerprint
@@ -28,11 +28,15 @@ JOBS = {j.job_id: j for j in REG.jobs(SCALE)}
 PAPERS = list(registry.PAPERS)
 FINGERPRINTS = Fingerprinter(models=REG.models)
 JOB_CODE = {jid: FINGERPRINTS.job([r.config for r in j.runs]) for jid, j in JOBS.items()}
+# one run-job process per batch of jobs made by the same code (params/scales.yaml `runs_per_batch`)
+BATCHES = {b.batch_id: b for b in batching.batches(JOBS.values(), JOB_CODE, batching.runs_per_batch(REG, SCALE))}
 REPORT_CODE = report_fingerprint(FINGERPRINTS.source)  # the aggregators' and renderers' code
 for _paper in PAPERS:  # rewritten only when a job's or the report's fingerprint changed (records.update_code_stamp)
-    records.update_code_stamp(records.code_stamp(RESULTS, _paper),
-                              {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper},
-                              report_code=REPORT_CODE)
+    records.update_code_stamp(
+        records.code_stamp(RESULTS, _paper),
+        {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper},
+        report_code=REPORT_CODE,
+    )
 
 if any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
     _unpinned = unpinned_report(REG, SCALE)
@@ -40,27 +44,33 @@ if any("standin" in r.config and not r.config["standin"] for j in JOBS.values() 
         print(f"WARNING: {_unpinned}", file=sys.stderr)
 
 
-def job_marker(job):
-    return records.job_marker(RESULTS, job.paper, job.job_id, JOB_CODE[job.job_id])
+def batch_marker(batch):
+    return records.job_marker(RESULTS, batch.paper, batch.batch_id, batch.code)
 
 
 def paper_jobs(wc):
-    """The markers of a paper's jobs, each named by the fingerprint of the current code, and the file
-    of those fingerprints (newer than the aggregate when one changed)."""
-    return [job_marker(j) for j in JOBS.values() if j.paper == wc.paper] + [records.code_stamp(RESULTS, wc.paper)]
+    """The markers of a paper's batches, each named by the fingerprint of the current code, and the file
+    of the jobs' fingerprints (newer than the aggregate when one changed)."""
+    return [batch_marker(b) for b in BATCHES.values() if b.paper == wc.paper] + [records.code_stamp(RESULTS, wc.paper)]
+
+
+def batch_jobs(wc):
+    """The job ids a batch runs, one after another in one process."""
+    return " ".join(j.job_id for j in BATCHES[wc.batch].jobs)
 
 
 def job_data(wc):
-    """The processed datasets (manifest.json) a job's runs read: real ones or the scale's stand-ins."""
-    wanted = {(name, r.config.get("standin")) for r in JOBS[wc.job_id].runs for name in run_datasets(r.config)}
+    """The processed datasets (manifest.json) a batch's runs read: real ones or the scale's stand-ins."""
+    wanted = {(name, r.config.get("standin")) for r in BATCHES[wc.batch].runs for name in run_datasets(r.config)}
     return sorted(str(processed_path(name, standin, DATA) / "manifest.json") for name, standin in wanted)
 
 
 def job_resource(key):
-    """A job's resource from params/ (through the registry); memory and time grow with each retry."""
+    """A batch's resource from params/ (through the registry: the sum of its jobs' runtimes, the largest
+    memory); memory and time grow with each retry."""
 
     def get(wc, attempt):
-        base = JOBS[wc.job_id].resources[key]
+        base = BATCHES[wc.batch].resources[key]
         return base * attempt if key in ("mem_mb", "runtime") else base
 
     return get

@@ -10,10 +10,10 @@ rule prepare_dataset:
         DATA / "processed" / "{dataset}" / "manifest.json",
     log:
         DATA / "logs" / "prepare_{dataset}.log",
-    params:
-        tr=TR,
     conda:
         CONDA_ENV
+    params:
+        tr=TR,
     shell:
         "{params.tr} data prepare {wildcards.dataset} --require-pinned > {log} 2>&1"
 
@@ -22,13 +22,13 @@ rule prepare_standin:
     """Generate a labelled synthetic stand-in in the upstream format and preprocess it."""
     output:
         DATA / "standin" / "{scale}" / "processed" / "{dataset}" / "manifest.json",
-    wildcard_constraints:
-        scale="|".join(STANDIN_SCALES),
     log:
         DATA / "logs" / "standin_{scale}_{dataset}.log",
-    params:
-        tr=TR,
+    wildcard_constraints:
+        scale="|".join(STANDIN_SCALES),
     conda:
         CONDA_ENV
+    params:
+        tr=TR,
     shell:
         "{params.tr} data prepare {wildcards.dataset} --standin {wildcards.scale} > {log} 2>&1"

@@ -13,11 +13,11 @@ rule aggregate:
         plots=directory(RESULTS / "plots" / "{paper}"),
     log:
         RESULTS / "logs" / "aggregate" / "{paper}.log",
+    conda:
+        CONDA_ENV
     params:
         tr=TR,
         scale=SCALE,
-    conda:
-        CONDA_ENV
     shell:
         "{params.tr} aggregate {wildcards.paper} --scale {params.scale} > {log} 2>&1"
 
@@ -32,11 +32,11 @@ rule notebook:
         manifest=RESULTS / "rendered" / "{paper}.json",
     log:
         RESULTS / "logs" / "notebooks" / "{paper}.log",
+    conda:
+        CONDA_ENV
     params:
         tr=TR,
         scale=SCALE,
-    conda:
-        CONDA_ENV
     shell:
         "{params.tr} notebook {wildcards.paper} --scale {params.scale} --quiet > {log} 2>&1"
 
@@ -48,11 +48,11 @@ rule claims:
         RESULTS / "claims.json",
     log:
         RESULTS / "logs" / "claims.log",
+    conda:
+        CONDA_ENV
     params:
         tr=TR,
         scale=SCALE,
-    conda:
-        CONDA_ENV
     shell:
         "{params.tr} claims --scale {params.scale} > {log} 2>&1"
 
@@ -65,10 +65,10 @@ rule report:
         RESULTS / "report" / "index.html",
     log:
         RESULTS / "logs" / "report.log",
+    conda:
+        CONDA_ENV
     params:
         tr=TR,
         scale=SCALE,
-    conda:
-        CONDA_ENV
     shell:
         "{params.tr} report --scale {params.scale} > {log} 2>&1"
