@@ -16,7 +16,7 @@ class ConfigError(ValueError):
         super().__init__(f"{path}: {key}: {message}")
 
 
-class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when present: ~10x faster
+class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses a mapping key written twice (PyYAML keeps the last one silently): in
     params/ a name written twice is a registry entry defined twice. Keys merged in with `<<:` may be
     overridden."""
@@ -82,24 +82,9 @@ def validate_value(path: Path, key: str, value, spec: dict, named: dict[str, set
     """Check one parameter value against its spec (JSON schema plus `registry: <name>`)."""
     spec = dict(spec)
     registry = spec.pop("registry", None)
-    error = jsonschema.exceptions.best_match(_validator(spec).iter_errors(value))  # as jsonschema.validate raises
-    if error is not None:
-        raise ConfigError(path, key, error.message)
+    try:
+        jsonschema.validate(value, spec)
+    except jsonschema.ValidationError as exc:
+        raise ConfigError(path, key, exc.message) from None
     if registry and value not in named[registry]:
         raise ConfigError(path, key, f"unknown {registry[:-1] if registry.endswith('s') else registry} {value!r}; known: {sorted(named[registry])}")
-
-
-_VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
-
-
-def _validator(spec: dict) -> jsonschema.protocols.Validator:
-    """A checked validator per distinct spec: the registry checks thousands of values against a few hundred specs,
-    and `jsonschema.validate` checks the schema itself again on every call."""
-    import json
-
-    key = json.dumps(spec, sort_keys=True, default=str)
-    if key not in _VALIDATORS:
-        cls = jsonschema.validators.validator_for(spec)
-        cls.check_schema(spec)
-        _VALIDATORS[key] = cls(spec)
-    return _VALIDATORS[key]

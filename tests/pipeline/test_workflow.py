@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from timerepro import registry
+from timerepro import batching, registry
+from timerepro.fingerprint import Fingerprinter
 from timerepro.paths import data_dir
 
 from .conftest import ROOT
@@ -80,7 +81,12 @@ def test_editing_a_models_forward_makes_only_its_jobs_due(copies):
     repo, results = copies
     assert dry_run(repo, results).get("train", 0) == 0  # the copy is complete
     edit_method(repo / "src" / "timerepro" / "models" / "graph" / "tgat.py", "TGAT", "pair_embeddings")
-    expected = [j for j in registry.load().jobs("smoke") if any(r.config.get("model") == "tgat" for r in j.runs)]
+    reg = registry.load()
+    fingerprints = Fingerprinter(models=reg.models)
+    jobs = reg.jobs("smoke")
+    codes = {j.job_id: fingerprints.job([r.config for r in j.runs]) for j in jobs}
+    expected = [b for b in batching.batches(jobs, codes, batching.runs_per_batch(reg, "smoke"))
+                if any(r.config.get("model") == "tgat" for r in b.runs)]  # the batches (processes) of TGAT's jobs
     assert expected and dry_run(repo, results)["train"] == len(expected)
 
 
