@@ -6,6 +6,9 @@ whole process, and a job runs its seeds in one process: the last run of a job re
 is what a scheduler enforces, so it is the right figure to hold against the job's `mem_mb`. A job's time is
 the sum of its runs' `wall_time_s` (the largest when its seeds trained together as one stacked ensemble,
 whose runs each report the shared wall time), held against `runtime` x runs (minutes), as the Snakefile asks.
+A scheduler step may run a batch of jobs (timerepro.batching), one after another, each in a fork: it asks for
+the largest `mem_mb` and the sum of the runtimes of its jobs, so jobs within their own declarations keep
+their batch within its.
 
 `check(registry, scale)` returns one `JobUse` per job with a record; `timerepro resources --scale S` prints
 them and exits 1 when a job used more than it declared, naming the params/ key to raise.
