@@ -70,10 +70,11 @@ def measure(command: list[str], results: Path) -> dict:
 
 # ---- report ---------------------------------------------------------------------------------------------------
 def snakemake_steps(metadata: Path, roots: list[Path]) -> list[dict]:
-    """Every step Snakemake recorded whose output lies under one of `roots`: rule, output, start, end."""
-    steps = []
+    """Every step Snakemake recorded whose output lies under one of `roots`: rule, output, start, end (Snakemake
+    keeps one record per output file: a step of several outputs counts once)."""
+    steps: dict[tuple, dict] = {}
     if not metadata.is_dir():
-        return steps
+        return []
     for f in metadata.iterdir():
         try:
             output = base64.b64decode(f.name.replace("@", "/")).decode()
@@ -81,21 +82,33 @@ def snakemake_steps(metadata: Path, roots: list[Path]) -> list[dict]:
         except (ValueError, OSError):
             continue
         if meta.get("starttime") and meta.get("endtime") and any(output.startswith(str(r) + os.sep) for r in roots):
-            steps.append({"rule": meta["rule"], "output": output, "start": meta["starttime"], "end": meta["endtime"]})
-    return steps
+            key = (meta["rule"], meta.get("job_hash") or output)  # a step's outputs: one job hash, starts ms apart
+            steps.setdefault(key, {"rule": meta["rule"], "output": output, "start": meta["starttime"],
+                                   "end": meta["endtime"]})
+    return list(steps.values())
 
 
-def run_times(reg, scale: str, results: Path) -> dict[str, dict]:
-    """Per job of `scale` with records: its runs' wall, training and validation seconds (seeds trained as one
-    stacked model counted once)."""
+def _history(directory: Path) -> list[dict]:
+    path = directory / "history.json"
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def run_times(reg, scale: str, results: Path, only: set[str] | None = None) -> dict[str, dict]:
+    """Per job of `scale` with records (of `only` these jobs when given): its runs' wall, training and validation
+    seconds (seeds trained as one stacked model counted once)."""
     out = {}
     for job in reg.jobs(scale):
-        recs = [r for r in (load_record(run_dir(run.config, results)) for run in job.runs) if r and r.get("metrics")]
+        if only is not None and job.job_id not in only:
+            continue
+        recs = [r for r in (load_record(run_dir(run.config, results)) for run in job.runs) if r is not None]
         if not recs:
             continue
-        per_run = [(float(r["provenance"].get("wall_time_s") or 0.0),
-                    sum(float(h.get("epoch_time_s") or 0.0) for h in r.get("history") or []),
-                    sum(float(h.get("val_time_s") or 0.0) for h in r.get("history") or [])) for r in recs]
+        per_run = []
+        for r in recs:
+            history = _history(r["dir"])
+            per_run.append((float(r["provenance"].get("wall_time_s") or 0.0),
+                            sum(float(h.get("epoch_time_s") or 0.0) for h in history),
+                            sum(float(h.get("val_time_s") or 0.0) for h in history)))
         combine = max if all(STACKED in str(r["provenance"].get("trained_with", "")) for r in recs) else sum
         wall, train, val = (combine(x[i] for x in per_run) for i in range(3))
         out[job.job_id] = {"runs": len(recs), "wall": wall, "train": train, "val": val}
@@ -106,13 +119,14 @@ def breakdown(reg, scale: str, results: Path, metadata: Path, data: Path | None 
     """Seconds per category (process wall time, one core each), with the elapsed time and the process counts."""
     roots = [results] + ([data] if data else [])
     steps = snakemake_steps(metadata, roots)
-    runs = run_times(reg, scale, results)
     cat = dict.fromkeys(ORDER, 0.0)
     for s in steps:
         if s["rule"] in STEPS:
             cat[STEPS[s["rule"]]] += s["end"] - s["start"]
     train_steps = [s for s in steps if s["rule"] == "train"]
     timings = [json.loads(p.read_text()) for p in results.glob("logs/jobs/*/*.timing.json")]
+    # the jobs of the processes that finished (a run still in progress has records of jobs not yet timed)
+    runs = run_times(reg, scale, results, {j["job_id"] for t in timings for j in t["jobs"]} if timings else None)
     for t in timings:  # the processes themselves say where their time went
         ran = sum(j["end"] - j["start"] for j in t["jobs"])
         start = t["process_start"] or t["main_start"]
