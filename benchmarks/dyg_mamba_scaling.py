@@ -16,7 +16,7 @@ import argparse
 import time
 
 from timerepro import registry
-from timerepro.report.dyg_mamba import growth_exponent
+from timerepro.report.dyg_mamba.efficiency import growth_exponent
 from timerepro.tasks.sequence_cost import measure_isolated
 
 MODELS = ("dyg_mamba", "dygformer")

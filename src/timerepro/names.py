@@ -2,7 +2,7 @@
 
 * encoders: ENCODER_LABELS (`timerepro.encoders` registers one class per key and refuses any other name);
 * models: MODEL_LABELS (a paper that prints a model under another name, e.g. hawkes_attention's "Ours"
-  or its typo "IFTTP", says so in its report module, on top of this table);
+  or its typo "IFTTP", swinit's "JODIE-rnn", says so in its report module, on top of this table);
 * datasets: `dataset_label(name, paper)`, read from params/datasets.lock.yaml (`papers.<paper>.name`),
   the dataset's only record, since papers print the same dataset differently ("US Legis", "US Legis.").
 """
@@ -31,6 +31,17 @@ MODEL_LABELS = {
     "dygdecoder": "DyGDecoder",
     "tgn": "TGN",
     "cawn": "CAWN",
+    # dyg_mamba's other baselines and its model (Tables 2-11)
+    "jodie": "JODIE",
+    "dyrep": "DyRep",
+    "edgebank": "EdgeBank",
+    "tcl": "TCL",
+    "graphmixer": "GraphMixer",
+    "dyg_mamba": "DyG-Mamba",
+    # swinit (Tables 1-4; its report prints JODIE and TGN with their memory cell)
+    "jodie_gru": "JODIE-gru",
+    "swinit_mlp": "SWINIT-mlp",
+    "swinit_gru": "SWINIT-GRU",
     # temporal point processes (hawkes_attention Tables 2-6)
     "hawkes_attention": "Hawkes Attention",
     "rmtpp": "RMTPP",

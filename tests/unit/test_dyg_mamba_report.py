@@ -10,7 +10,11 @@ import pytest
 from timerepro.models.graph.overrides import KNOB, resolve
 from timerepro.report import published, tables
 from timerepro.report.aggregate import AGGREGATORS
-from timerepro.report.dyg_mamba import AVG_RANK, NSS, average_ranks, dm_c21, dm_table5, growth_exponent, lp_rows
+from timerepro.report.dyg_mamba.ablations import dm_table5
+from timerepro.report.dyg_mamba.common import AVG_RANK, NSS, average_ranks
+from timerepro.report.dyg_mamba.efficiency import growth_exponent
+from timerepro.report.dyg_mamba.lp_tables import lp_rows
+from timerepro.report.dyg_mamba.rules_tables import dm_c21
 
 
 @pytest.mark.parametrize("artifact, metric", [("table4", f"AP_transductive_{s}") for s in NSS.values()]

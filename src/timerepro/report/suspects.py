@@ -27,17 +27,11 @@ METRICS = tuple(f"AP_{s}_NS_test" for s in SAMPLERS)  # linear_time's metric nam
 
 @lru_cache(maxsize=None)
 def _dataset_names(paper: str) -> dict[str, str]:
-    """How `paper` prints a dataset -> the dataset's name (params/datasets.lock.yaml, and the labels of the paper's
-    report module, its DATASET_LABELS where it has one)."""
-    from importlib import import_module
-
+    """How `paper` prints a dataset -> the dataset's name (params/datasets.lock.yaml `papers.<paper>.name`)."""
     from timerepro.data.lock import load_lock
 
-    out = {e["name"]: name for name, ds in load_lock().datasets.items() for p, e in ds.papers.items()
-           if p == paper and e.get("name")}
-    labels = getattr(import_module(f"timerepro.report.{paper}"), "DATASET_LABELS", {})
-    out.update({label: name for name, label in labels.items()})
-    return out
+    return {e["name"]: name for name, ds in load_lock().datasets.items() for p, e in ds.papers.items()
+            if p == paper and e.get("name")}
 
 
 def _cells(df: pd.DataFrame, dataset: pd.Series, model: pd.Series, metric: pd.Series) -> pd.DataFrame:
