@@ -30,7 +30,8 @@ from timerepro.data.ctdg import link_prediction_split, load_processed
 from timerepro.data.prepare import prepare
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.report import published
-from timerepro.report.swinit import DATASET_LABELS, MODEL_LABELS
+from timerepro.names import dataset_label
+from timerepro.report.swinit import PAPER, PRINTED_MODELS
 from timerepro.tasks import link_prediction as lp
 
 OURS = ("swinit_mlp", "swinit_gru")
@@ -97,7 +98,7 @@ def main() -> None:
         for name in configs:  # round-robin: load drifts alike for every model
             times[name].append(epoch(models[name], opts[name], data, idx, batch, graph, rep))
 
-    label = DATASET_LABELS.get(args.dataset, args.dataset)
+    label = dataset_label(args.dataset, PAPER)
     pub = published.load("swinit", "table2")
     pub = pub[pub["column"] == label].set_index("row")["mean"]
     print(f"swinit Table 2 side by side: {args.dataset} ({'stand-in ' + standin if standin else 'real data'}), "
@@ -110,12 +111,12 @@ def main() -> None:
     for name in configs:
         wall, cpu = med[name]
         ratio = lambda k: " / ".join(f"{med[name][k] / med[o][k]:5.2f}" for o in OURS if o in med)
-        lab = MODEL_LABELS.get(name, name)
+        lab = PRINTED_MODELS.get(name, name)
         p = pub.get(lab)
-        pr = " / ".join(f"{p / pub[MODEL_LABELS[o]]:.2f}" for o in OURS) if p is not None else "-"
+        pr = " / ".join(f"{p / pub[PRINTED_MODELS[o]]:.2f}" for o in OURS) if p is not None else "-"
         print(f"{lab:12s} {lp.count_parameters(models[name]):9d} {build_s[name]:8.2f} {wall:13.2f} {cpu:12.2f} "
               f"{ratio(0):>13s} {ratio(1):>13s}   {f'{p:.2f}, {pr}' if p is not None else '-'}")
-    missing = [MODEL_LABELS[m] for m in MODEL_LABELS if m not in configs]
+    missing = [PRINTED_MODELS[m] for m in PRINTED_MODELS if m not in configs]
     if missing:
         print("not timed (not registered yet): " + ", ".join(missing))
 

@@ -91,11 +91,9 @@ def data_ratio(config: dict, record: dict) -> tuple[float, str]:
 
 def _history(record: dict) -> list[dict]:
     if "_history" not in record:
-        from timerepro.io import read_json
+        from timerepro.records import read_history
 
-        path = Path(record["dir"]) / "history.json"
-        history = read_json(path) if path.is_file() else []
-        record["_history"] = history if isinstance(history, list) else []
+        record["_history"] = read_history(Path(record["dir"]))
     return record["_history"]
 
 

@@ -45,6 +45,13 @@ def read_metrics(directory: Path) -> dict | None:
         raise CorruptRecord(path, exc) from None
 
 
+def read_history(directory: Path) -> list[dict]:
+    """history.json of a run folder (one row per epoch: train_*, val_* metrics and times); [] when absent."""
+    path = Path(directory) / "history.json"
+    history = read_json(path) if path.is_file() else []
+    return history if isinstance(history, list) else []
+
+
 class CorruptRecord(ValueError):
     def __init__(self, path: Path, exc: Exception):
         self.path = path

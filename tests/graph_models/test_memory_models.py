@@ -262,9 +262,9 @@ def test_smoke_runs_fill_the_reports_memory_model_cells(paper, artifact, dataset
     assert labels <= filled
     placeholders = {(row.get("row_group"), row["row"], row["column"]) for row in rows if row["n_runs"] == 0}
     if paper == "swinit":  # the cells that ran (setting, model, Wikipedia) are no placeholders any more
-        from timerepro.report.swinit import MODEL_LABELS
+        from timerepro.report.swinit import PRINTED_MODELS
         group = lambda c: c.get("monitor_setting", "transductive") if artifact == "table1" else "node classification"
-        ran = {(group(r.config), MODEL_LABELS[r.config["model"]], "Wikipedia") for r in todo}
+        ran = {(group(r.config), PRINTED_MODELS[r.config["model"]], "Wikipedia") for r in todo}
         assert ran and not ran & placeholders
     else:
         assert not {p for p in placeholders if labels & set(p)}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from timerepro.report import time2vec as rep
+from timerepro.report.time2vec import curves, rules, sines
 
 
 def _record(tmp_path, name, config, accs):
@@ -24,26 +24,26 @@ def test_curves_and_best_size_selection(tmp_path):
             _record(tmp_path, "t1", {"time_input": "tau", "seed": 1}, [0.4, 0.6]),
             _record(tmp_path, "k16", {"time_input": "t2v", "k_sines": 16}, [0.3, 0.5]),
             _record(tmp_path, "k64", {"time_input": "t2v", "k_sines": 64}, [0.3, 0.7])]
-    rows = rep.t2v_curves_best(recs)
+    rows = curves.t2v_curves_best(recs)
     final = {r["row"]: r for r in rows if r["column"] == "final"}
     assert set(final) == {"LSTM+T", "LSTM+Time2Vec"}
     assert math.isclose(final["LSTM+T"]["mean"], 0.5) and math.isclose(final["LSTM+T"]["std"], 0.1)
     assert final["LSTM+Time2Vec"]["mean"] == 0.7 and "64+1" in final["LSTM+Time2Vec"]["note"]
     assert {r["column"] for r in rows} == {"epoch 1", "epoch 2", "final"}
-    every = {r["row"] for r in rep.t2v_curves(recs)}
+    every = {r["row"] for r in curves.t2v_curves(recs)}
     assert every == {"LSTM+T", "LSTM+Time2Vec (16+1)", "LSTM+Time2Vec (64+1)"}
 
 
 def test_labels_of_the_variants():
-    assert rep.model_label({"model": "time_lstm", "variant": 3, "time_input": "tau"}) == "TLSTM3"
-    assert rep.model_label({"model": "lstm", "time_input": "t2v", "k_sines": 16, "frequencies": "equally_spaced"}) \
+    assert curves.model_label({"model": "time_lstm", "variant": 3, "time_input": "tau"}) == "TLSTM3"
+    assert curves.model_label({"model": "lstm", "time_input": "t2v", "k_sines": 16, "frequencies": "equally_spaced"}) \
         == "LSTM+Time2Vec (16+1, equally spaced)"
-    assert rep.model_label({"model": "lstm", "time_input": "t2v", "k_sines": 64, "linear_term": False,
+    assert curves.model_label({"model": "lstm", "time_input": "t2v", "k_sines": 64, "linear_term": False,
                             "activation": "mod"}) == "LSTM+Time2Vec (64, no linear term, mod)"
 
 
 def _fig3(scale, freq, phase, second, perfect):
-    g = rep.SYNTHETIC_GROUPS[scale]
+    g = sines.SYNTHETIC_GROUPS[scale]
     rows = [("main_sine_frequency_mode", freq), ("learned_phase_shift", phase), ("share_of_runs_perfect_test", perfect),
             ("learned_frequency", 2 * math.pi / (7 * scale)),
             ("share_of_runs_second_sine_near_zero", second), ("share_of_runs_at_fundamental", 0.5)]
@@ -53,22 +53,22 @@ def _fig3(scale, freq, phase, second, perfect):
 
 def test_synthetic_claim_rules():
     df = pd.DataFrame(_fig3(1.0, 0.89, 1.57, 0.8, 0.6) + _fig3(2.0, 0.45, 1.57, 0.8, 0.6))
-    assert rep.t2v_main_sine_2pi_over_7(df)[0] == "holds"
-    assert rep.t2v_only_2pi_over_7_and_zero(df)[0] == "holds"
+    assert rules.t2v_main_sine_2pi_over_7(df)[0] == "holds"
+    assert rules.t2v_only_2pi_over_7_and_zero(df)[0] == "holds"
     x2_harmonic_mode = pd.DataFrame(_fig3(1.0, 0.89, 1.57, 0.8, 0.6) + _fig3(2.0, 0.89, 1.57, 0.8, 0.6))
-    verdict, detail = rep.t2v_main_sine_2pi_over_7(x2_harmonic_mode)
+    verdict, detail = rules.t2v_main_sine_2pi_over_7(x2_harmonic_mode)
     assert verdict == "holds" and "mode of all runs 0.890" in detail  # the runs at 2pi/14 decide, the mode is shown
     bad = pd.DataFrame(_fig3(1.0, 1.79, 1.57, 0.2, 0.6) + _fig3(2.0, 0.45, 1.57, 0.8, 0.6))
-    verdict, detail = rep.t2v_main_sine_2pi_over_7(bad)
+    verdict, detail = rules.t2v_main_sine_2pi_over_7(bad)
     assert verdict == "fails" and "1.790 within 0.898" in detail
-    assert rep.t2v_only_2pi_over_7_and_zero(bad)[0] == "fails"
-    assert rep.t2v_main_sine_2pi_over_7(pd.DataFrame(_fig3(1.0, 0.9, 1.57, 1, 1)))[0] == "cannot be evaluated yet"
+    assert rules.t2v_only_2pi_over_7_and_zero(bad)[0] == "fails"
+    assert rules.t2v_main_sine_2pi_over_7(pd.DataFrame(_fig3(1.0, 0.9, 1.57, 1, 1)))[0] == "cannot be evaluated yet"
 
 
 def test_mode_bin_and_histogram_rows():
-    assert math.isclose(rep._mode_bin([0.897, 0.899, 1.795, 0.01]), 0.89)
+    assert math.isclose(sines.mode_bin([0.897, 0.899, 1.795, 0.01]), 0.89)
     recs = [{"config": {}, "time2vec_frequencies": {"learned_abs_frequency": [0.31, 0.33, 0.86, 0.029, 1.5]}}]
-    rows = rep._hist_rows(recs, "h")
+    rows = curves._hist_rows(recs, "h")
     counts = {r["column"]: r["mean"] for r in rows if r["metric"] == "frequency_count"}
     assert counts["0.35"] == 2 and counts["0.85"] == 1 and counts["0.05"] == 1 and counts[">= 1"] == 1
     summary = {r["metric"]: r for r in rows if r["column"] == "panel c histogram"}

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from timerepro.data.day_of_week import generate
-from timerepro.report.time2vec import canonical_sines, circular_stat
+from timerepro.report.time2vec.sines import canonical_sines, circular_stat
 from timerepro.runs import RunContext
 from timerepro.tasks import periodic_classification as task
 

@@ -15,9 +15,15 @@ Engine (knows no paper):
     notebooks.py   the thin notebooks under workflow/notebooks/
     families.py    the modules below, whose marked functions params/ may name
 Shared task-family pieces (no registration of their own beyond generic aggregators):
+    rows.py                cells over runs and their rows (`over_runs`, `cell_row`, `values_row`, `group_by`)
     link_prediction.py     DyGLib protocol: selection on validation AP, AP tables and the win rule, cost rows
     dataset_statistics.py  `statistics_rows` (every paper's dataset-statistics tables)
-Papers (each package's __init__ lists artifact -> module -> function):
+Labels: timerepro.names (models, encoders; a dataset's printed name from params/datasets.lock.yaml); colours:
+figures.PALETTE; record metric names: timerepro.metric_keys.
+Papers (each package's __init__ lists artifact -> module -> function -> claims):
     linear_time/       e.g. Table 2: linear_time/ap_tables.py `lp_ap_historical`
+    dyg_mamba/         e.g. Table 4: dyg_mamba/lp_tables.py `dm_table4`, claims in dyg_mamba/rules_tables.py
+    time2vec/          e.g. Figure 3: time2vec/synthetic.py `t2v_synthetic`, claims in time2vec/rules.py
     hawkes_attention/
+    swinit.py          (one module: Tables 1-4 and claims c01-c08)
 """

@@ -32,7 +32,7 @@ COLUMNS = KEY + ["mean", "std", "note", "n_runs", "scale", "data", "data_kind"]
 # Metrics that measure the machine (seconds, memory), not the model: two runs of the same config differ in them.
 TIME_PER_EPOCH, PEAK_GPU, PEAK_RSS = "train_time_per_epoch_s", "peak_gpu_memory_GB", "peak_cpu_rss_GB"
 MEASURED_COSTS = frozenset({TIME_PER_EPOCH, PEAK_GPU, PEAK_RSS,
-                            # dyg_mamba Figure 3 (report/dyg_mamba.py): per-step time, memory and what depends on them
+                            # dyg_mamba Figure 3 (report/dyg_mamba/efficiency.py): per-step time, memory and what depends on them
                             "time_per_step_s", "peak_memory_MB", "growth_exponent_time_per_step_s",
                             "growth_exponent_peak_memory_MB", "speedup_vs_DyGFormer_x",
                             "gpu_memory_saving_vs_DyGFormer_pct", "cpu_memory_saving_vs_DyGFormer_pct"})

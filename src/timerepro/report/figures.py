@@ -26,7 +26,7 @@ RENDERERS: Catalog[Callable[[pd.DataFrame, dict], plt.Figure]] = Catalog("figure
 renderer = RENDERERS.register  # @renderer("name") on a function of a module listed in report/families.py
 
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 # one colour per time encoder in every figure, keyed by its display name (names.ENCODER_LABELS)
 ENCODER_COLORS = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(ENCODER_LABELS.values())}
 

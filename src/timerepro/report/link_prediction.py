@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from timerepro import metric_keys as mk
 from timerepro.names import ENCODER_LABELS, MODEL_LABELS, dataset_label  # noqa: F401 (MODEL_LABELS re-exported)
 
 SEARCHED = ("dropout", "d_ch")  # the hyperparameters the paper searches (section 4.1)
@@ -41,7 +42,7 @@ def ap_key(config: dict) -> str:
 
 def ap(record: dict, split: str, sampler: str) -> float:
     """A run's transductive AP on `split` (val or test) under the `sampler` negatives, as its tables read it."""
-    return record["metrics"][f"{split}_transductive_{sampler}_{ap_key(record['config'])}"]
+    return record["metrics"][mk.link_prediction(split, "transductive", sampler, ap_key(record["config"]))]
 
 
 def _monitored(record: dict) -> str:

@@ -18,36 +18,40 @@ import numpy as np
 import pandas as pd
 
 from . import published
-from .aggregate import TIME_PER_EPOCH, aggregator, mean_std
+from timerepro import metric_keys as mk
+from timerepro.names import MODEL_LABELS, dataset_label
+
+from .aggregate import TIME_PER_EPOCH, aggregator
 from .claims import FAILS, HOLDS, PENDING, rule
 from .floors import edgebank_choice
+from .rows import values_row
 from .tables import NOT_YET
 
 PAPER = "swinit"
-# model registry name -> row label as printed; every paper model, registered or not
-MODEL_LABELS = {"dyrep": "DyRep", "jodie": "JODIE-rnn", "jodie_gru": "JODIE-gru", "tgn": "TGN-gru",
-                "swinit_mlp": "SWINIT-mlp", "swinit_gru": "SWINIT-GRU"}
-MODELS = list(MODEL_LABELS.values())
+# model registry name -> row label as printed: names.MODEL_LABELS, with JODIE's and TGN's memory cell named
+PRINTED_MODELS = {**{m: MODEL_LABELS[m] for m in ("dyrep", "jodie", "jodie_gru", "tgn", "swinit_mlp", "swinit_gru")},
+                  "jodie": "JODIE-rnn", "tgn": "TGN-gru"}
+MODELS = list(PRINTED_MODELS.values())
 BASELINES = ["DyRep", "JODIE-rnn", "JODIE-gru", "TGN-gru"]
 OURS = ["SWINIT-mlp", "SWINIT-GRU"]
-DATASET_LABELS = {"jodie_wikipedia": "Wikipedia", "jodie_reddit": "Reddit", "jodie_mooc": "MOOC"}
-DATASETS = list(DATASET_LABELS.values())
+DATASETS = [dataset_label(d, PAPER) for d in ("jodie_wikipedia", "jodie_reddit", "jodie_mooc")]
 SETTINGS = ("transductive", "inductive")
 AP, AUC, PARAMS, NC_AUC = ("precision_link_prediction", "ROC_AUC_link_prediction", "n_parameters",
                            "ROC_AUC_node_classification")
 PARAMS_COLUMN, SPEED, NC_GROUP, ABLATION = "# parameters", "training speed", "node classification", "ablation (Wikipedia)"
 INPUT_LABELS = {"raw": "raw", "raw_trsvd": "raw+trSVD", "trsvd": "trSVD"}  # Table 4's row prefixes
+TEST_AUC = mk.node_classification("test", "auc")  # Tables 3, 4: the frozen encoder's node-classification AUC
 NOT_RUN = f"{NOT_YET}: no completed run of this model at this scale"
 # EdgeBank is not in the paper: its row in Table 1 is the floor of every link-prediction cell (issue 15)
 EDGEBANK = "EdgeBank (floor)"
 
 
 def _model(config: dict) -> str:
-    return MODEL_LABELS.get(config["model"], config["model"])
+    return PRINTED_MODELS.get(config["model"], config["model"])
 
 
 def _dataset(config: dict) -> str:
-    return DATASET_LABELS.get(config["dataset"], config["dataset"])
+    return dataset_label(config["dataset"], PAPER)
 
 
 def _input(config: dict) -> str:
@@ -63,15 +67,9 @@ def select_lr(records: list[dict], key) -> dict[tuple, list[dict]]:
     cells: dict[tuple, dict[float, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         cells[key(r)][float(r["config"]["lr"])].append(r)
-    val = lambda r: r["metrics"][f"val_{_setting(r['config'])}_random_ap"]
+    val = lambda r: r["metrics"][mk.link_prediction("val", _setting(r["config"]), "random", "ap")]
     return {cell: by_lr[max(sorted(by_lr), key=lambda lr: np.mean([val(r) for r in by_lr[lr]]))]
             for cell, by_lr in cells.items()}
-
-
-def _row(group: str, row: str, column: str, metric: str, values: list[float], rs: list[dict], note: str = "") -> dict:
-    mean, std = mean_std(values)
-    return {"row_group": group, "row": row, "column": column, "metric": metric, "mean": mean, "std": std,
-            "n_runs": len(values), "_records": rs, "note": note}
 
 
 def _placeholders(rows: list[dict], groups, labels, cells: list[tuple[str, str]]) -> list[dict]:
@@ -102,13 +100,13 @@ def swinit_table1(records: list[dict]) -> list[dict]:
     for (setting, model, dataset), rs in sorted(_lp_cells(records).items()):
         lr = rs[0]["config"]["lr"]
         for metric, key in ((AP, "ap"), (AUC, "auc")):
-            rows.append(_row(setting, model, dataset, metric, [100 * r["metrics"][f"test_{setting}_random_{key}"] for r in rs],
-                             rs, f"selected lr={lr}"))
+            values = [100 * r["metrics"][mk.link_prediction("test", setting, "random", key)] for r in rs]
+            rows.append(values_row(setting, model, dataset, metric, values, rs, f"selected lr={lr}"))
         params[(setting, model)][dataset] = (rs[0]["metrics"]["n_parameters"], rs)
     for (setting, model), by_ds in sorted(params.items()):
         ds = "Wikipedia" if "Wikipedia" in by_ds else sorted(by_ds)[0]
         note = "built on " + ds + "; " + ", ".join(f"{d} {n}" for d, (n, _) in sorted(by_ds.items()))
-        rows.append(_row(setting, model, PARAMS_COLUMN, PARAMS, [float(by_ds[ds][0])], by_ds[ds][1], note))
+        rows.append(values_row(setting, model, PARAMS_COLUMN, PARAMS, [float(by_ds[ds][0])], by_ds[ds][1], note))
     return rows + _placeholders(rows, SETTINGS, MODELS, _grid([AP, AUC]) + [(PARAMS_COLUMN, PARAMS)]) + _floor_rows(records)
 
 
@@ -121,11 +119,11 @@ def _floor_rows(records: list[dict]) -> list[dict]:
             by_ds[_dataset(r["config"])].append(r)
     rows = []
     for dataset, rs in sorted(by_ds.items()):
-        rs = edgebank_choice(rs, "val_transductive_random_ap")
+        rs = edgebank_choice(rs, mk.link_prediction("val", "transductive", "random", "ap"))
         note = f"not in the paper: the floor; memory {rs[0]['config'].get('edgebank_memory')} (best validation AP)"
         for metric, key in ((AP, "ap"), (AUC, "auc")):
-            rows.append(_row("transductive", EDGEBANK, dataset, metric,
-                             [100 * r["metrics"][f"test_transductive_random_{key}"] for r in rs], rs, note))
+            rows.append(values_row("transductive", EDGEBANK, dataset, metric,
+                             [100 * r["metrics"][mk.link_prediction("test", "transductive", "random", key)] for r in rs], rs, note))
     return rows
 
 
@@ -138,7 +136,7 @@ def swinit_table2(records: list[dict]) -> list[dict]:
         times = [r["metrics"]["epoch_time_s"] for r in rs if r["metrics"].get("epoch_time_s") is not None]
         if setting == "transductive" and times:
             devices = sorted({str(r.get("provenance", {}).get("device", "?")) for r in rs})
-            rows.append(_row(SPEED, model, dataset, TIME_PER_EPOCH, times, rs, "device " + ", ".join(devices)))
+            rows.append(values_row(SPEED, model, dataset, TIME_PER_EPOCH, times, rs, "device " + ", ".join(devices)))
     return rows + _placeholders(rows, [SPEED], MODELS, _grid([TIME_PER_EPOCH]))
 
 
@@ -149,7 +147,7 @@ def swinit_table3(records: list[dict]) -> list[dict]:
     for r in records:
         if _input(r["config"]) == "trsvd":
             groups[(_model(r["config"]), _dataset(r["config"]))].append(r)
-    rows = [_row(NC_GROUP, model, dataset, NC_AUC, [100 * r["metrics"]["test_auc"] for r in rs], rs)
+    rows = [values_row(NC_GROUP, model, dataset, NC_AUC, [100 * r["metrics"][TEST_AUC] for r in rs], rs)
             for (model, dataset), rs in sorted(groups.items())]
     return rows + _placeholders(rows, [NC_GROUP], MODELS, _grid([NC_AUC]))
 
@@ -163,15 +161,15 @@ def swinit_table4(records: list[dict]) -> list[dict]:
     rows = []
     for (variant,), rs in sorted(select_lr(lp, lambda r: (label(r["config"]),)).items()):
         for metric, key in ((AP, "ap"), (AUC, "auc")):
-            rows.append(_row(ABLATION, variant, "Wikipedia", metric,
-                             [100 * r["metrics"][f"test_transductive_random_{key}"] for r in rs], rs,
+            rows.append(values_row(ABLATION, variant, "Wikipedia", metric,
+                             [100 * r["metrics"][mk.link_prediction("test", "transductive", "random", key)] for r in rs], rs,
                              f"selected lr={rs[0]['config']['lr']}"))
     nc = defaultdict(list)
     for r in records:
         if r["config"]["task"] == "node_classification":
             nc[label(r["config"])].append(r)
     for variant, rs in sorted(nc.items()):
-        rows.append(_row(ABLATION, variant, "Wikipedia", NC_AUC, [100 * r["metrics"]["test_auc"] for r in rs], rs))
+        rows.append(values_row(ABLATION, variant, "Wikipedia", NC_AUC, [100 * r["metrics"][TEST_AUC] for r in rs], rs))
     variants = [f"{i}+{c}" for c in ("mlp", "gru") for i in INPUT_LABELS.values()]
     return rows + _placeholders(rows, [ABLATION], variants, [("Wikipedia", m) for m in (AP, AUC, NC_AUC)])
 

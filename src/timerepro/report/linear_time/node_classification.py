@@ -7,6 +7,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
+from timerepro import metric_keys as mk
 from timerepro.names import ENCODER_LABELS, MODEL_LABELS, dataset_label
 
 from ..aggregate import aggregator
@@ -24,7 +25,7 @@ def nc_auc(records: list[dict]) -> list[dict]:
         groups[(c["model"], c["encoder"], c["dataset"])].append(r)
     rows = []
     for (model, encoder, dataset), rs in sorted(groups.items()):
-        auc = 100 * np.array([r["metrics"]["test_auc"] for r in rs])
+        auc = 100 * np.array([r["metrics"][mk.node_classification("test", "auc")] for r in rs])
         rows.append({"row_group": MODEL_LABELS[model], "row": ENCODER_LABELS[encoder],
                      "column": dataset_label(dataset, PAPER), "metric": "AUROC_node_classification_test",
                      "mean": float(auc.mean()), "std": float(auc.std()), "n_runs": len(rs), "_records": rs})
