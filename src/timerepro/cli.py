@@ -52,6 +52,11 @@ def cmd_validate(args) -> int:
     from timerepro.data.pinning import unpinned_report
 
     reg = _registry()
+    problems = reg.report_code_problems()
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        return 1
     n = {s: len(reg.runs(s)) for s in reg.scale_names()}
     print(f"params/ is valid: {len(reg.papers)} papers, "
           f"{sum(len(reg.artifacts(p)) for p in reg.papers)} artifacts; runs per scale: {n}")

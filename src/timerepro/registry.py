@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from timerepro import report_catalog
 from timerepro.catalog import target_problem
 from timerepro.models.registry import serves
 from timerepro.paths import params_dir, project_root
@@ -88,9 +89,7 @@ class Registry:
         """Every name params/ uses resolves: tasks and models to code (`module:`, read from source, nothing
         imported), experiments to tasks, models and datasets, artifacts to aggregators and renderers and claims
         to rules (the report modules' decorators); errors list the valid names."""
-        from timerepro.report import families
-
-        report_names = families.declared()  # kind -> names the report modules register (read from source)
+        report_names = report_catalog.declared()  # kind -> names the report modules register (read from source)
         tasks = sorted(self.tasks)
         for name, task in self.tasks.items():
             if problem := target_problem(task["module"]):
@@ -158,7 +157,12 @@ class Registry:
         for key, kind, name in uses:
             if name is not None and name not in found[kind]:
                 raise ConfigError(path, key, f"unknown {kind} {name!r}; known: {sorted(found[kind])} (functions marked "
-                                  "in the modules of timerepro.report.families.FAMILY_MODULES)")
+                                  "in the modules of timerepro.report_catalog.FAMILY_MODULES)")
+
+    def report_code_problems(self) -> list[str]:
+        """What the report code says that params/ does not (`timerepro validate`): registered aggregators, renderers
+        and rules no paper names, and artifact ids a paper's report code spells that its params/ file lacks."""
+        return report_catalog.problems(self.papers)
 
     def _named(self) -> dict[str, set]:
         """Registries a parameter spec may name with `registry:` (params/tasks.yaml)."""

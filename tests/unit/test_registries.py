@@ -6,7 +6,7 @@ import textwrap
 import pytest
 import yaml
 
-from timerepro import catalog, registry
+from timerepro import catalog, registry, report_catalog
 from timerepro.catalog import Catalog, DuplicateName, UnknownName
 from timerepro.report import aggregate, claims, families, figures
 from timerepro.schema import ConfigError, load_yaml
@@ -45,7 +45,7 @@ def test_decorators_only_mark_and_the_family_list_fills_the_catalogs(tmp_path, m
     importlib.import_module(name)  # importing a module registers nothing
     families.load()
     assert "unlisted_aggregator" not in fresh and "seqcls_accuracy" in fresh
-    monkeypatch.setattr(families, "FAMILY_MODULES", families.FAMILY_MODULES + (name,))
+    monkeypatch.setattr(report_catalog, "FAMILY_MODULES", report_catalog.FAMILY_MODULES + (name,))
     families.load()  # listing it does
     assert fresh["unlisted_aggregator"].__module__ == name
 
@@ -58,9 +58,9 @@ def test_a_report_name_marked_twice_is_refused_statically_and_when_loaded(tmp_pa
         def mine(records):
             return []
         """)
-    monkeypatch.setattr(families, "FAMILY_MODULES", families.FAMILY_MODULES + (twice,))
+    monkeypatch.setattr(report_catalog, "FAMILY_MODULES", report_catalog.FAMILY_MODULES + (twice,))
     with pytest.raises(DuplicateName, match="aggregator 'seqcls_accuracy' is registered twice"):
-        families.declared()
+        report_catalog.declared()
     fresh = Catalog("aggregator")
     monkeypatch.setattr(aggregate, "AGGREGATORS", fresh)
     with pytest.raises(DuplicateName, match="aggregator 'seqcls_accuracy' is registered twice"):
@@ -70,7 +70,7 @@ def test_a_report_name_marked_twice_is_refused_statically_and_when_loaded(tmp_pa
 def test_static_names_equal_the_registered_ones():
     """validate reads the decorators from source; what load() registers must be exactly that."""
     families.load()
-    found = families.declared()
+    found = report_catalog.declared()
     assert set(found["aggregator"]) == set(aggregate.AGGREGATORS)
     assert set(found["figure renderer"]) == set(figures.RENDERERS)
     assert set(found["claim rule"]) == set(claims.RULES)
@@ -142,3 +142,35 @@ def test_every_name_params_uses_is_checked_when_params_load(params_copy, file, e
     assert err.value.path.endswith(file)
     assert err.value.key == key
     assert message in str(err.value)
+
+
+def test_report_code_and_params_agree_and_validate_says_where_they_do_not():
+    """Every registered name is used by params/, every artifact id report code spells exists (timerepro validate)."""
+    import copy
+
+    reg = registry.load()
+    assert reg.report_code_problems() == []
+    papers = copy.deepcopy(reg.papers)
+    papers["dyg_mamba"]["artifacts"] = [a for a in papers["dyg_mamba"]["artifacts"] if a["id"] != "fig9"]
+    papers["swinit"]["artifacts"] = [{**a, "aggregate": None} if a["id"] == "table2" else a
+                                     for a in papers["swinit"]["artifacts"]]
+    found = report_catalog.problems(papers)
+    assert any("aggregator 'swinit_table2' is registered but no params/ file names it" in p for p in found)
+    assert any(p.startswith("timerepro.report.dyg_mamba.rules_studies, line") and "artifact 'fig9'" in p for p in found)
+    assert len(found) == 3  # fig9 twice in rules_studies ("fig8, fig9" and ("fig8", "fig9")), table2's aggregator
+
+
+def test_registry_imports_no_report_module():
+    """params/ validation reads the report's names from source (report_catalog): registry sits below the report."""
+    import ast
+
+    from timerepro.catalog import parsed
+
+    imported = set()
+    for node in ast.walk(parsed("timerepro.registry")):
+        if isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported |= {f"{node.module}.{a.name}" for a in node.names}
+    assert "timerepro.report_catalog" in imported
+    assert not [m for m in imported if m == "timerepro.report" or m.startswith("timerepro.report.")]

@@ -13,7 +13,7 @@ Engine (knows no paper):
     cost_plan.py   what a paper-scale rerun costs per artifact (estimate.py)
     badges.py      the data-kind badge of an artifact (`data_kind`)
     notebooks.py   the thin notebooks under workflow/notebooks/
-    families.py    the modules below, whose marked functions params/ may name
+    families.py    fills the catalogs from the modules below (listed in timerepro/report_catalog.py)
 Shared task-family pieces (no registration of their own beyond generic aggregators):
     rows.py                cells over runs and their rows (`over_runs`, `cell_row`, `values_row`, `group_by`)
     link_prediction.py     DyGLib protocol: selection on validation AP, AP tables and the win rule, cost rows

@@ -38,7 +38,7 @@ MEASURED_COSTS = frozenset({TIME_PER_EPOCH, PEAK_GPU, PEAK_RSS,
                             "gpu_memory_saving_vs_DyGFormer_pct", "cpu_memory_saving_vs_DyGFormer_pct"})
 
 AGGREGATORS: Catalog[Callable[[list[dict]], list[dict]]] = Catalog("aggregator", fill=families.load)
-aggregator = AGGREGATORS.register  # @aggregator("name") on a function of a module listed in report/families.py
+aggregator = AGGREGATORS.register  # @aggregator("name") on a function of a module listed in report_catalog.py
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:

@@ -23,7 +23,7 @@ from timerepro.names import ENCODER_LABELS  # noqa: E402
 from . import families  # noqa: E402
 
 RENDERERS: Catalog[Callable[[pd.DataFrame, dict], plt.Figure]] = Catalog("figure renderer", fill=families.load)
-renderer = RENDERERS.register  # @renderer("name") on a function of a module listed in report/families.py
+renderer = RENDERERS.register  # @renderer("name") on a function of a module listed in report_catalog.py
 
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
