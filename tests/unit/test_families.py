@@ -20,3 +20,12 @@ def test_params_name_only_registered_functions():
             if claim.get("rule") and claim["rule"] not in claims.RULES:
                 missing.append(f"{paper}/{claim['id']}: rule {claim['rule']}")
     assert not missing, missing
+
+
+def test_no_report_module_is_over_400_lines():
+    """A paper's report grows as a package of modules of one concern each (report/linear_time/, report/dyg_mamba/)."""
+    from pathlib import Path
+
+    root = Path(families.__file__).parent
+    long = {str(p.relative_to(root)): n for p in root.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
+    assert not long, long
