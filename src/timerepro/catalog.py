@@ -142,12 +142,6 @@ def _source(module: str) -> tuple[str, str] | None:
     return spec.origin, Path(spec.origin).read_text(encoding="utf-8")
 
 
-def parsed(module: str) -> ast.Module | None:
-    """The syntax tree of a module's source (found on sys.path, not executed); None when it cannot be found."""
-    found = _source(module)
-    return None if found is None else ast.parse(found[1], filename=found[0])
-
-
 def defined_names(module: str) -> set[str] | None:
     """Top-level names a module defines (def, class, assignment, import), read from its source; None
     when the module cannot be found."""

@@ -13,8 +13,9 @@ import ast
 import importlib.util
 import pkgutil
 import re
+from pathlib import Path
 
-from timerepro.catalog import DuplicateName, decorated_names, parsed
+from timerepro.catalog import DuplicateName, decorated_names
 
 FAMILY_MODULES: tuple[str, ...] = (
     "timerepro.report.dataset_statistics",
@@ -57,6 +58,15 @@ def declared(names: tuple[str, ...] | None = None) -> dict[str, dict[str, str]]:
                     raise DuplicateName(f"{kind} {name!r} is registered twice: in {out[kind][name]} and in {module}")
                 out[kind][name] = module
     return out
+
+
+def parsed(module: str) -> ast.Module | None:
+    """The syntax tree of a module's source (found on sys.path, not executed); None when it cannot be found.
+    (Here, not in `catalog`: every run's fingerprint holds catalog.py, none holds this module.)"""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not (spec.origin or "").endswith(".py"):
+        return None
+    return ast.parse(Path(spec.origin).read_text(encoding="utf-8"), filename=spec.origin)
 
 
 def artifact_literals(module: str) -> list[tuple[int, str]]:
