@@ -26,7 +26,7 @@ def _avg_auc(records: list[dict], keys) -> dict[str, tuple[float, list[dict]]]:
         for key in keys:
             if key in r["metrics"]:
                 cells[model].setdefault((c["dataset"], key), []).append(r["metrics"][key])
-    both = set(cells[OURS]) & set(cells[RIVAL])
+    both = sorted(set(cells[OURS]) & set(cells[RIVAL]))  # sorted: a set's order (string hashes) varied the sum's last bits
     return {m: (100 * float(np.mean([np.mean(cells[m][k]) for k in both])), runs[m]) for m in (OURS, RIVAL) if both}
 
 
