@@ -11,13 +11,14 @@ import pytest
 import torch
 
 from timerepro import registry, runs
+from timerepro.data.ctdg import link_prediction_split
 from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.io import atomic_write_json, read_json
-from timerepro.models.graph.attention_record import (attention_records, average_by_time_pair, patch_times,
-                                                     record_attention, sample_edges)
 from timerepro.models.graph.dygformer import (VARIANTS, DyGFormer, TransformerLayer, decoder_sequences,
                                               dygformer_hparams, recency_index, recency_index_stats)
+from timerepro.tasks.probes.attention_maps import (attention_records, average_by_time_pair, patch_times,
+                                                   record_attention, sample_edges)
 
 from .conftest import resolved
 
@@ -334,8 +335,8 @@ def test_each_variant_trains_end_to_end_through_the_task(variant, data_root, tmp
     # a different d_tc is a different model size (Figure 6's parameter counts come from here)
     from timerepro.tasks import link_prediction
 
-    data, _ = link_prediction._load(cfg)
-    split = link_prediction.link_prediction_split(data)
+    data, _ = link_prediction.load_data(cfg)
+    split = link_prediction_split(data)
     graph_ = TemporalNeighbors.from_data(data, split.train)
     sizes = [link_prediction.count_parameters(link_prediction.MODELS[variant]({**cfg, "d_tc": d}, data, split, graph_))
              for d in (4, 2)]
