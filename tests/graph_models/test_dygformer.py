@@ -251,13 +251,20 @@ def test_recency_index_stats_match_brute_force():
 
 
 def test_hparams_resolve_config_then_dataset_then_default(model_defaults):
+    """Through the effective config (the run resolves it): a key set in the config wins, then the dataset's
+    value, then dataset_defaults' `default`; a config without them is refused."""
+    from timerepro.tasks.effective import effective_config
+
     defaults = model_defaults["dygformer"]
-    hp = dygformer_hparams({**defaults, "model": "dygformer", "dataset": "uslegis", "encoder": "linear"})
+    hp = dygformer_hparams(effective_config({**defaults, "model": "dygformer", "dataset": "uslegis", "encoder": "linear"}))
     assert (hp["max_input_sequence_length"], hp["patch_size"], hp["dropout"], hp["time_dim"]) == (256, 8, 0.0, 1)
     assert hp["time_channel_dim"] is None and hp["channel_dim"] == 50
-    hp = dygformer_hparams({**defaults, "model": "dygdecoder", "dataset": "uci", "encoder": "cosine", "dropout": 0.3, "d_tc": 2})
+    hp = dygformer_hparams(effective_config({**defaults, "model": "dygdecoder", "dataset": "uci", "encoder": "cosine",
+                                             "dropout": 0.3, "d_tc": 2}))
     assert (hp["max_input_sequence_length"], hp["patch_size"], hp["dropout"], hp["time_dim"]) == (32, 1, 0.3, 100)
     assert hp["time_channel_dim"] == 2 and hp["variant"] == "dygdecoder"
+    with pytest.raises(KeyError):
+        dygformer_hparams({**defaults, "model": "dygformer", "dataset": "uslegis", "encoder": "linear"})
 
 
 # ------------------------------------------------------------------ attention records
@@ -338,6 +345,7 @@ def test_each_variant_trains_end_to_end_through_the_task(variant, data_root, tmp
     data, _ = link_prediction.load_data(cfg)
     split = link_prediction_split(data)
     graph_ = TemporalNeighbors.from_data(data, split.train)
-    sizes = [link_prediction.count_parameters(link_prediction.MODELS[variant]({**cfg, "d_tc": d}, data, split, graph_))
+    sizes = [link_prediction.count_parameters(link_prediction.build_model(link_prediction.effective_config(
+             {**cfg, "d_tc": d}), data, split, graph_))
              for d in (4, 2)]
     assert sizes[0] > sizes[1]

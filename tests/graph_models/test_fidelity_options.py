@@ -28,7 +28,7 @@ def build(setting, model: str, **cfg):
     config = {**models[model]["defaults"], "model": model, "dataset": "uci", "seed": 3, "encoder": "linear", **cfg}
     if model == "tgat":
         config["d_T"] = 4
-    return lp.MODELS[model](config, data, split, graph)
+    return lp.MODELS[model](lp.effective_config(config), data, split, graph)  # as the run resolves it
 
 
 def per_query(setting, k: int, rng=None):

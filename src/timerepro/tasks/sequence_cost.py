@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from timerepro.tasks.effective import effective_config  # this task's config resolver (tasks/registry.py)
+from timerepro.tasks.effective import effective_config  # noqa: F401 (this task's config resolver: tasks/registry.py)
 
 FEAT = 172
 
