@@ -168,12 +168,13 @@ class DyGLibModel:
 
 
 class ProjectModel:
-    """The project's backbone in `LinkPredictionModel`, driven as tasks/link_prediction.py drives it."""
+    """The project's backbone in `LinkPredictionModel`, driven as tasks/link_prediction/loop.py drives it."""
 
     def __init__(self, name: str, node_feat, edge_feat, train_graph, full_graph, amp: str = "none"):
         import torch
         import torch.nn.functional as F
 
+        from timerepro.models.graph.memory import stream_state
         from timerepro.tasks import link_prediction as lp
 
         cfg = CONFIG[name]
@@ -196,7 +197,7 @@ class ProjectModel:
         self.name, self.lp, self.torch, self.F = name, lp, torch, F
         self.model = lp.LinkPredictionModel(backbone)
         self.train_graph, self.full_graph = train_graph, full_graph
-        self.state = lp.stream_state(backbone)
+        self.state = stream_state(backbone)
         self.autocast = lambda: lp.autocast(amp, torch.device("cpu"))  # noqa: E731
 
     def set_graph(self, training: bool) -> None:

@@ -38,12 +38,12 @@ OURS = ("swinit_mlp", "swinit_gru")
 
 
 def table1_configs(reg, dataset: str, standin: str | None) -> dict[str, dict]:
-    """model -> its paper-scale config of swinit's table1 (first run of each experiment), on `dataset`."""
+    """model -> its paper-scale effective config of swinit's table1 (first run of each experiment), on `dataset`."""
     out = {}
     for exp in reg.artifact("swinit", "table1")["experiments"]:
         run = reg.experiment_runs("swinit", exp, "paper")[0]
         if run.config["model"] in lp.MODELS:
-            out[run.config["model"]] = {**run.config, "dataset": dataset, "standin": standin}
+            out[run.config["model"]] = lp.effective_config({**run.config, "dataset": dataset, "standin": standin})
     return out
 
 

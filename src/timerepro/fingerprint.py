@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from timerepro.data.reads import run_datasets  # noqa: F401 (the data part of a run's fingerprint; re-exported)
+
 PACKAGE = "timerepro"
 ENCODER_MODULE = "timerepro.encoders"  # every time encoder is registered in this one module
 DIGEST_CHARS = 16
@@ -354,17 +356,6 @@ def code_fingerprint(roots: list[str], *, foreign: set[str] = frozenset(), forei
 
 
 # ---------------------------------------------------------------- a run's fingerprint
-
-def run_datasets(config: dict) -> list[str]:
-    """The downloaded datasets a run reads (configs of tasks that use downloads carry `standin`):
-    `dataset` or `series` when the config names one, else every name of `datasets`."""
-    if "standin" not in config:
-        return []
-    for key in ("dataset", "series"):
-        if isinstance(config.get(key), str):
-            return [config[key]]
-    return list(config.get("datasets") or [])
-
 
 @dataclass(frozen=True)
 class RunFingerprint:

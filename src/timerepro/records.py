@@ -21,6 +21,7 @@ log = logging.getLogger("timerepro.records")
 
 COMPLETE, STALE, MISSING, PARTIAL, CORRUPT = "complete", "stale", "missing", "partial", "corrupt"
 SUPERSEDED = ".by-code"
+EFFECTIVE_CONFIG = "effective_config.json"  # the config the task ran with (tasks.registry.effective_config), beside config.json
 
 
 def run_dir(config: dict, results: Path | None = None) -> Path:
@@ -134,6 +135,13 @@ def restore(config: dict, current, results: Path | None = None) -> Path | None:
     return None
 
 
+def read_effective_config(directory: Path) -> dict | None:
+    """The effective config of a run folder (declared config + dataset defaults + variants + overrides, as the
+    task ran with it); None for a record made before effective configs were recorded."""
+    path = directory / EFFECTIVE_CONFIG
+    return read_json(path) if path.is_file() else None
+
+
 def load_record(directory: Path) -> dict | None:
     """The complete record of a run folder, or None while it has no (readable) metrics.json."""
     try:
@@ -143,11 +151,12 @@ def load_record(directory: Path) -> dict | None:
         return None
     if metrics is None:
         return None
-    record = {"dir": directory, "config": read_json(directory / "config.json"), "metrics": metrics}
+    record = {"dir": directory, "config": read_json(directory / "config.json"), "metrics": metrics,
+              "effective_config": read_effective_config(directory)}
     prov = directory / "provenance.json"
     record["provenance"] = read_json(prov) if prov.is_file() else {}
     for extra in directory.glob("*.json"):
-        if extra.stem not in ("config", "metrics", "provenance", "history"):
+        if extra.stem not in ("config", "metrics", "provenance", "history", "effective_config"):
             record[extra.stem] = read_json(extra)
     return record
 

@@ -1,6 +1,8 @@
 """One run = one resolved config -> one run record under results/runs/<paper>/<run_id>/.
 
-A run record holds config.json (written first), history.json (per epoch), checkpoint.pt (while
+A run record holds config.json (the declared config, written first; the run id hashes it),
+effective_config.json (what the task ran with: `tasks.registry.effective_config`, resolved once here
+before the task runs; `records.read_effective_config`), history.json (per epoch), checkpoint.pt (while
 training), provenance.json (with the fingerprint of the code and data that made it), any task
 artifacts, and metrics.json, written last and atomically: its presence marks the run complete. A
 run without metrics.json is resumed from its checkpoint (when that checkpoint was made by the same
@@ -25,25 +27,35 @@ from timerepro import provenance, records
 from timerepro.fingerprint import Fingerprinter, RunFingerprint
 from timerepro.io import atomic_write_bytes, atomic_write_json, read_json
 from timerepro.memory import PeakMemory
-from timerepro.records import is_complete, load_record, run_dir  # noqa: F401 (re-exported)
-from timerepro.tasks.registry import get_group_runner, get_task
+from timerepro.records import EFFECTIVE_CONFIG, is_complete, load_record, run_dir  # noqa: F401 (re-exported)
+from timerepro.tasks.registry import effective_config, get_group_runner, get_task
 from timerepro.train import seed_everything
 
 log = logging.getLogger("timerepro.runs")
 
 
 class RunContext:
-    """What a task may touch: its run folder, a checkpoint, history, artifacts, progress bars."""
+    """What a task may touch: its run folder, a checkpoint, history, artifacts, progress bars.
+    `config` is the declared config (the record's config.json), `effective` what the task runs with."""
 
     def __init__(self, config: dict, directory: Path, *, device: str, show_progress: bool = True,
-                 fingerprint: RunFingerprint | None = None):
+                 fingerprint: RunFingerprint | None = None, effective: dict | None = None):
         self.config = config
+        self.effective = config if effective is None else effective
         self.run_id = config["run_id"]
         self.dir = directory
         self.device = device
         self.show_progress = show_progress
         self.fingerprint = fingerprint
         self.memory = PeakMemory()
+
+    def nested(self, config: dict, directory: Path) -> "RunContext":
+        """The context of a run nested in this one (node classification's backbone, `config` effective): its
+        own folder and checkpoint; this run's device, progress bars, code fingerprint and memory measurement."""
+        sub = RunContext(config, directory, device=self.device, show_progress=self.show_progress,
+                         fingerprint=self.fingerprint, effective=config)
+        sub.memory = self.memory  # the run's own peak covers what it nests
+        return sub
 
     def peak_memory_mb(self) -> float:
         """Peak resident memory of this run so far (reset when the run started; shared by stacked seeds)."""
@@ -121,7 +133,10 @@ def _open(config: dict, results: Path | None, device: str, show_progress: bool,
             "the resolved config, so this means the folder was edited by hand; remove it and rerun"
         )
     atomic_write_json(cfg_path, config)
-    return RunContext(config, directory, device=device, show_progress=show_progress, fingerprint=fingerprint)
+    effective = effective_config(config)
+    atomic_write_json(directory / EFFECTIVE_CONFIG, effective)
+    return RunContext(config, directory, device=device, show_progress=show_progress, fingerprint=fingerprint,
+                      effective=effective)
 
 
 def _close(ctx: RunContext, outcome: dict, wall: float, extra: dict | None = None) -> Path:
@@ -156,7 +171,7 @@ def _train(ctxs: list[RunContext], runner) -> None:
     t0 = time.perf_counter()
     if runner is not None:
         size = len(ctxs)
-        runner([c.config for c in ctxs], ctxs,
+        runner([c.effective for c in ctxs], ctxs,
                lambda i, outcome: _close(ctxs[i], outcome, time.perf_counter() - t0,
                                          {"trained_with": f"stacked ensemble of {size} seeds (wall time shared)"}))
         missing = [c.run_id for c in ctxs if not (c.dir / "metrics.json").is_file()]
@@ -165,7 +180,7 @@ def _train(ctxs: list[RunContext], runner) -> None:
     else:
         ctx = ctxs[0]
         seed_everything(int(ctx.config["seed"]))
-        outcome = get_task(ctx.config["task"])(ctx.config, ctx)
+        outcome = get_task(ctx.config["task"])(ctx.effective, ctx)
         _close(ctx, outcome, time.perf_counter() - t0)
 
 

@@ -11,13 +11,14 @@ import pytest
 import torch
 
 from timerepro import registry, runs
+from timerepro.data.ctdg import link_prediction_split
 from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequences
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.io import atomic_write_json, read_json
-from timerepro.models.graph.attention_record import (attention_records, average_by_time_pair, patch_times,
-                                                     record_attention, sample_edges)
 from timerepro.models.graph.dygformer import (VARIANTS, DyGFormer, TransformerLayer, decoder_sequences,
                                               dygformer_hparams, recency_index, recency_index_stats)
+from timerepro.tasks.probes.attention_maps import (attention_records, average_by_time_pair, patch_times,
+                                                   record_attention, sample_edges)
 
 from .conftest import resolved
 
@@ -250,13 +251,20 @@ def test_recency_index_stats_match_brute_force():
 
 
 def test_hparams_resolve_config_then_dataset_then_default(model_defaults):
+    """Through the effective config (the run resolves it): a key set in the config wins, then the dataset's
+    value, then dataset_defaults' `default`; a config without them is refused."""
+    from timerepro.tasks.effective import effective_config
+
     defaults = model_defaults["dygformer"]
-    hp = dygformer_hparams({**defaults, "model": "dygformer", "dataset": "uslegis", "encoder": "linear"})
+    hp = dygformer_hparams(effective_config({**defaults, "model": "dygformer", "dataset": "uslegis", "encoder": "linear"}))
     assert (hp["max_input_sequence_length"], hp["patch_size"], hp["dropout"], hp["time_dim"]) == (256, 8, 0.0, 1)
     assert hp["time_channel_dim"] is None and hp["channel_dim"] == 50
-    hp = dygformer_hparams({**defaults, "model": "dygdecoder", "dataset": "uci", "encoder": "cosine", "dropout": 0.3, "d_tc": 2})
+    hp = dygformer_hparams(effective_config({**defaults, "model": "dygdecoder", "dataset": "uci", "encoder": "cosine",
+                                             "dropout": 0.3, "d_tc": 2}))
     assert (hp["max_input_sequence_length"], hp["patch_size"], hp["dropout"], hp["time_dim"]) == (32, 1, 0.3, 100)
     assert hp["time_channel_dim"] == 2 and hp["variant"] == "dygdecoder"
+    with pytest.raises(KeyError):
+        dygformer_hparams({**defaults, "model": "dygformer", "dataset": "uslegis", "encoder": "linear"})
 
 
 # ------------------------------------------------------------------ attention records
@@ -334,9 +342,10 @@ def test_each_variant_trains_end_to_end_through_the_task(variant, data_root, tmp
     # a different d_tc is a different model size (Figure 6's parameter counts come from here)
     from timerepro.tasks import link_prediction
 
-    data, _ = link_prediction._load(cfg)
-    split = link_prediction.link_prediction_split(data)
+    data, _ = link_prediction.load_data(cfg)
+    split = link_prediction_split(data)
     graph_ = TemporalNeighbors.from_data(data, split.train)
-    sizes = [link_prediction.count_parameters(link_prediction.MODELS[variant]({**cfg, "d_tc": d}, data, split, graph_))
+    sizes = [link_prediction.count_parameters(link_prediction.build_model(link_prediction.effective_config(
+             {**cfg, "d_tc": d}), data, split, graph_))
              for d in (4, 2)]
     assert sizes[0] > sizes[1]

@@ -7,6 +7,7 @@ import pytest
 
 from timerepro import registry
 from timerepro.encoders import standardization_stats
+from timerepro.data.ctdg import link_prediction_split
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.tasks import link_prediction as lp
 
@@ -14,8 +15,8 @@ from timerepro.tasks import link_prediction as lp
 @pytest.fixture(scope="module")
 def setting():
     models = registry.Registry(registry.params_dir()).models
-    data, _ = lp._load({"dataset": "uci", "standin": "smoke"})
-    split = lp.link_prediction_split(data)
+    data, _ = lp.load_data({"dataset": "uci", "standin": "smoke"})
+    split = link_prediction_split(data)
     graph = TemporalNeighbors.from_data(data, split.train)
     src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
     queries = (np.concatenate([src, dst]), np.concatenate([ts, ts]))
@@ -27,7 +28,7 @@ def build(setting, model: str, **cfg):
     config = {**models[model]["defaults"], "model": model, "dataset": "uci", "seed": 3, "encoder": "linear", **cfg}
     if model == "tgat":
         config["d_T"] = 4
-    return lp.MODELS[model](config, data, split, graph)
+    return lp.MODELS[model](lp.effective_config(config), data, split, graph)  # as the run resolves it
 
 
 def per_query(setting, k: int, rng=None):

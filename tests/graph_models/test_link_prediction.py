@@ -57,6 +57,22 @@ def test_runs_end_to_end_and_records_metrics(task, tmp_path):
     assert not (d / "checkpoint.pt").exists()
 
 
+def test_the_record_holds_the_effective_config_beside_the_declared_one(task, tmp_path):
+    """Per-dataset values and the history length reach the task through effective_config.json; the run id and
+    config.json stay the declared config's."""
+    from timerepro.records import load_record, read_effective_config
+
+    cfg = make_config(max_epochs=1, eval_negatives=["random"], sequence_length=2, per_dataset={"uci": {"dropout": 0.0}})
+    d = runs.execute(cfg, results=tmp_path, show_progress=False)
+    assert json.loads((d / "config.json").read_text()) == cfg and cfg["run_id"] == registry.run_id(
+        {k: v for k, v in cfg.items() if k != "run_id"})
+    eff = read_effective_config(d)
+    assert (eff["num_neighbors"], eff["dropout"]) == (2, 0.0) and (cfg["num_neighbors"], cfg["dropout"]) == (3, 0.1)
+    assert {k: v for k, v in eff.items() if k not in ("num_neighbors", "dropout")} == \
+        {k: v for k, v in cfg.items() if k not in ("num_neighbors", "dropout")}
+    assert load_record(d)["effective_config"] == eff
+
+
 def test_killed_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_resume):
     # model selection on historical validation AP: exercises the monitor_negatives path as well
     cfg = make_config(max_epochs=3, monitor_negatives="historical", eval_negatives=["random"])

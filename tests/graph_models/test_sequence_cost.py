@@ -10,6 +10,7 @@ import torch
 import yaml
 
 from timerepro.tasks import sequence_cost
+from timerepro.tasks.effective import effective_config
 
 torch.set_num_threads(1)
 MODELS = yaml.safe_load((Path(__file__).parents[2] / "params" / "models.yaml").read_text())
@@ -18,8 +19,9 @@ SMALL = {"dyg_mamba": dict(d_T=8, d_ch=8, d_cooc=8, d_state=4, expand=1, d_out=8
 
 
 def config(model: str, length: int) -> dict:
-    return {**MODELS[model]["defaults"], **SMALL[model], "model": model, "dataset": "synthetic_long_histories",
-            "sequence_length": length, "patch_size": 1, "batch_size": 2, "warmup": 1, "repeats": 1, "lr": 1e-3, "seed": 0}
+    """The effective config of one model at one length (the run resolves it before the task)."""
+    return effective_config({**MODELS[model]["defaults"], **SMALL[model], "model": model, "dataset": "synthetic_long_histories",
+            "sequence_length": length, "patch_size": 1, "batch_size": 2, "warmup": 1, "repeats": 1, "lr": 1e-3, "seed": 0})
 
 
 def test_synthetic_batch_gives_every_query_node_a_full_history():

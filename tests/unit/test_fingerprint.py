@@ -60,6 +60,21 @@ def edit_method(path: Path, cls: str, method: str) -> None:
     raise AssertionError(f"{cls}.{method} not found in {path}")
 
 
+def edit_every_method(path: Path, cls: str) -> list[str]:
+    """`edit_method` on every method of `cls` at once (one file rewrite); returns their names."""
+    tree = ast.parse(path.read_text())
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    item.body.insert(1, ast.parse("_edited = 1").body[0])
+                    names.append(item.name)
+    assert names, f"{cls} not found in {path}"
+    path.write_text(ast.unparse(tree))
+    return names
+
+
 def changed(before: dict, after: dict) -> set[str]:
     return {rid for rid in before if before[rid] != after[rid]}
 
@@ -159,3 +174,43 @@ def test_relative_imports_and_packages_are_followed(tmp_path):
     (pkg / "other.py").write_text("def h():\n    return 2\n")
     fp = code_fingerprint(["timerepro.sub.a"], source=Source(pkg))
     assert set(fp.modules) == {"timerepro", "timerepro.sub", "timerepro.sub.a", "timerepro.sub.b"}
+
+
+# the graph models of linear_time, dyg_mamba and swinit besides DyG-Mamba (issue 22: the case study and the
+# attention maps once tied them to DyG-Mamba's and DyGFormer's code)
+OTHER_GRAPH_MODELS = ("tgat", "tgn", "jodie", "jodie_gru", "dyrep", "edgebank", "cawn", "dygformer", "dygformer_separate",
+                      "dygdecoder", "swinit_mlp", "swinit_gru", "tcl", "graphmixer")
+
+
+def test_a_change_inside_dyg_mambas_methods_changes_only_dyg_mambas_runs(reg, runs, package):
+    """The evaluation probes (tasks/probes/) import no model class, so every other model's runs keep their code."""
+    before = digests(reg, runs, package)
+    methods = edit_every_method(package / "models" / "graph" / "dyg_mamba.py", "DyGMamba")
+    assert {"pair_embeddings", "encode_pair", "readout"} <= set(methods)
+    stale = changed(before, digests(reg, runs, package))
+    by_model = {m: {r.run_id for r in runs if r.config.get("model") == m} for m in ("dyg_mamba", *OTHER_GRAPH_MODELS)}
+    assert all(by_model.values())  # every model has runs here: the assertion below is not vacuous
+    assert stale == by_model["dyg_mamba"]
+    assert {r.config["task"] for r in runs if r.run_id in stale} == {"link_prediction", "node_classification",
+                                                                        "sequence_cost"}
+
+
+def test_a_change_inside_dygformer_changes_no_tgat_run(reg, runs, package):
+    before = digests(reg, runs, package)
+    edit_every_method(package / "models" / "graph" / "dygformer.py", "DyGFormer")
+    stale = changed(before, digests(reg, runs, package))
+    family = {r.run_id for r in runs if r.config.get("model") in ("dygformer", "dygformer_separate", "dygdecoder")}
+    tgat = {r.run_id for r in runs if r.config.get("model") == "tgat"}
+    assert tgat and family and stale == family and not stale & tgat
+
+
+def test_a_run_of_another_model_holds_no_code_of_the_probes_models_or_the_run_machinery(reg):
+    """What `timerepro status` compares: TGAT's modules hold neither DyGFormer nor the run/record code; only the
+    pooling helper the case study reads is taken (partially) from DyG-Mamba's module."""
+    fp = Fingerprinter(models=reg.models)
+    for task in ("link_prediction", "node_classification"):
+        code = fp.code(task, "tgat", "cosine")
+        assert not {"timerepro.runs", "timerepro.records", "timerepro.fingerprint", "timerepro.models.graph.dygformer",
+                    "timerepro.models.graph.case_study", "timerepro.models.graph.attention_record"} & set(code.modules)
+        assert code.partial.get("timerepro.models.graph.dyg_mamba", []) == ["masked_mean"]
+        assert "timerepro.tasks.probes.case_study" in code.modules  # the probes are task code: every run holds them

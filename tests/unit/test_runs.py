@@ -21,6 +21,7 @@ def test_record_layout_and_provenance(config, tmp_path):
     d = runs.execute(config, results=tmp_path, show_progress=False)
     assert d == tmp_path / "runs" / "linear_time" / config["run_id"]
     assert json.loads((d / "config.json").read_text()) == config
+    assert json.loads((d / "effective_config.json").read_text()) == config  # a task without tables to resolve
     metrics = json.loads((d / "metrics.json").read_text())
     assert 0.0 <= metrics["test_accuracy"] <= 1.0 and metrics["run_id"] == config["run_id"]
     history = json.loads((d / "history.json").read_text())

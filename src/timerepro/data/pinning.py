@@ -126,7 +126,7 @@ def pin_all(*, paper: str | None = None, lock_path=None, data_root=None, mirrors
 def unpinned_report(reg, scale: str, lock=None) -> str | None:
     """None when every real dataset the runs of `scale` read is pinned; otherwise a message naming
     the unpinned ones and the command that pins them (and the ones no command can fetch)."""
-    from timerepro.fingerprint import run_datasets
+    from timerepro.data.reads import run_datasets
 
     lock = lock or load_lock()
     needed = sorted({name for run in reg.runs(scale) if "standin" in run.config and not run.config["standin"]

@@ -34,6 +34,11 @@ import numpy as np
 TRAIN_NEIGHBOR_SEED, EVAL_NEIGHBOR_SEED = 0, 1
 
 
+def neighbor_rng(seed: int) -> np.random.RandomState:
+    """The neighbour sampler's stream of one pass (`set_graph(neighbors, neighbor_rng(EVAL_NEIGHBOR_SEED))`)."""
+    return np.random.RandomState(seed)
+
+
 class Neighborhood(NamedTuple):
     """(B, k) arrays; padded entries have neighbour id 0, edge id 0 and time 0."""
 

@@ -5,7 +5,7 @@ imported only when looked up. Each task family calls its builders with one signa
 | task family | builder signature |
 |---|---|
 | sequence_classification | `build(config, time_mean, time_std) -> nn.Module` |
-| link_prediction, node_classification | `build(config, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> nn.Module` with `pair_embeddings(src, dst, times)`, `set_graph(neighbors, rng)`, `out_dim` (tasks/link_prediction.py) |
+| link_prediction, node_classification | `build(config, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> nn.Module` with `pair_embeddings(src, dst, times)`, `set_graph(neighbors, rng)`, `out_dim` (tasks/link_prediction/) |
 | temporal_point_process | `build(config, num_event_types) -> nn.Module` with `encode`, `intensities_at` (timerepro.tpp.likelihood) |
 | forecasting | `build(config, n_vars) -> nn.Module`, [B, seq_len, V] -> [B, pred_len, V] |
 

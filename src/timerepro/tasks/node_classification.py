@@ -36,8 +36,8 @@ from timerepro.graphs.evaluate import roc_auc
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.io import atomic_write_bytes, atomic_write_json
 from timerepro.models.graph.memory import stream_state
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.tasks import link_prediction as lp
+from timerepro.tasks.effective import effective_config
 from timerepro.train import fit
 
 # keys of a node-classification config that configure the head, not the backbone's link prediction
@@ -74,25 +74,20 @@ def backbone_config(config: dict) -> dict:
 
 def _rebuild(lp_config: dict, data: CTDGData) -> lp.LinkPredictionModel:
     """An untrained link-prediction model built exactly as `link_prediction.run` builds it (same split,
-    hence the same time-difference statistics, which are attributes and not in the state dict)."""
-    builder = lp.MODELS[lp_config["model"]]  # refuses a name params/models.yaml does not give link_prediction
+    hence the same time-difference statistics, which are attributes and not in the state dict). `lp_config`:
+    an effective config; a name params/models.yaml does not give link_prediction is refused."""
     split = link_prediction_split(data)
-    train_graph = TemporalNeighbors.from_data(data, split.train)
-    return lp.LinkPredictionModel(builder(lp_config, data, split, train_graph))
+    return lp.build_model(lp_config, data, split, TemporalNeighbors.from_data(data, split.train))
 
 
 def train_backbone(config: dict, ctx, data: CTDGData) -> tuple[lp.LinkPredictionModel, dict]:
     """Train (or resume, or reuse) the backbone by link prediction in `<run>/backbone/`; return the
     model with its selected weights and the link-prediction metrics."""
-    from timerepro.runs import RunContext
-
     lp_config = backbone_config(config)
     folder = Path(ctx.dir) / "backbone"
     weights = folder / "backbone.pt"
     if not weights.is_file():
-        sub = RunContext(lp_config, folder, device=ctx.device, show_progress=ctx.show_progress,
-                         fingerprint=getattr(ctx, "fingerprint", None))
-        sub.memory = getattr(ctx, "memory", sub.memory)  # the run's own peak covers its backbone
+        sub = ctx.nested(lp_config, folder)  # its own folder and checkpoint; this run's device, code and memory
         folder.mkdir(parents=True, exist_ok=True)
         outcome = lp.run(lp_config, sub)  # resumes from backbone/checkpoint.pt after a kill
         best = sub.load_checkpoint()["best_state"]  # the weights link_prediction selected
@@ -115,7 +110,7 @@ def load_backbone(config: dict, data: CTDGData) -> tuple[lp.LinkPredictionModel,
         raise FileNotFoundError(f"{folder}: not a completed run record (config.json, metrics.json)")
     if not ckpt.is_file():
         raise FileNotFoundError(f"{ckpt}: the link-prediction run kept no weights; rerun it with keep_checkpoint: true")
-    lp_config = json.loads(cfg_path.read_text())
+    lp_config = effective_config(json.loads(cfg_path.read_text()))  # config.json is the declared config
     if lp_config.get("task") != "link_prediction":
         raise ValueError(f"{folder}: task {lp_config.get('task')!r}, not link_prediction")
     for key in ("dataset", "standin", "model"):
@@ -142,7 +137,7 @@ def source_embeddings(model: lp.LinkPredictionModel, data: CTDGData, idx: np.nda
     """Source embeddings (len(idx), d) of the edges `idx` at their times, batch by batch as DyGLib: the
     neighbour stream restarts (seed 1), a memory backbone is reset first if `reset` and sees each batch
     after it is embedded."""
-    model.backbone.set_graph(graph, lp._neighbor_rng(lp.EVAL_NEIGHBOR_SEED))
+    model.backbone.set_graph(graph, lp.neighbor_rng(lp.EVAL_NEIGHBOR_SEED))
     state = stream_state(model.backbone)
     if reset:
         state.reset_state()
@@ -200,9 +195,9 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
     embed_time = time.perf_counter() - t0
 
     torch.manual_seed(int(config["seed"]))  # the head's initialisation does not depend on the backbone's path
-    # DyGLib's head uses the backbone's dropout (per dataset for DyGFormer: dataset_defaults); `head_dropout` its own
-    # (swinit's authors: MLP(drop=0.1), node_classification.py ~509)
-    dropout = config.get("head_dropout", with_dataset_defaults(config)["dropout"])
+    # DyGLib's head uses the backbone's dropout (per dataset for DyGFormer: dataset_defaults, in the effective config);
+    # `head_dropout` its own (swinit's authors: MLP(drop=0.1), node_classification.py ~509)
+    dropout = config.get("head_dropout", config["dropout"])
     head = MLPClassifier(_classification_dim(model.backbone), float(dropout))
     opt = lp.make_optimizer(config, head.parameters())
     y_train = torch.as_tensor(labels["train"], dtype=torch.float32)
@@ -251,11 +246,11 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
 # ------------------------------------------------------------------ the run
 
 def run(config: dict, ctx) -> dict:
-    """Backbone (trained here or loaded), frozen; head trained and selected on validation AUC."""
-    config = lp.overrides.resolve(config)  # dyg_mamba: per-dataset overrides, one history length for all models
+    """Backbone (trained here or loaded), frozen; head trained and selected on validation AUC. `config`: the
+    effective config (`effective_config`, applied by the run before the task)."""
     if config["model"] not in lp.MODELS:
         raise KeyError(f"unknown link-prediction model {config['model']!r}; known: {sorted(lp.MODELS)}")
-    data, data_info = lp._load(config)
+    data, data_info = lp.load_data(config)
     split = node_classification_split(data)
     for name in ("val", "test"):  # before any training
         _check_labels(name, data.labels[getattr(split, name)])

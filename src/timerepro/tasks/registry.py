@@ -5,7 +5,9 @@ imports a model library.
 A task function is `run(config: dict, ctx: runs.RunContext) -> dict` with "metrics" (written to
 metrics.json), "data" (what the run read, with its `kind`: `timerepro.datakind`) and optional
 "resumed_from_epoch". A task that trains the seeds of one configuration together also defines
-`run_group(configs, ctxs, finish)` in the same module.
+`run_group(configs, ctxs, finish)` in the same module. A task whose configs carry params/ tables to
+resolve (per-dataset defaults, variants: `tasks/effective.py`) exposes `effective_config(config)`; the run
+resolves its config with it once, before the task runs, and records the result.
 """
 
 from __future__ import annotations
@@ -59,3 +61,13 @@ def get_group_runner(name: str) -> Callable | None:
     """The task's `run_group(configs, ctxs, finish)` if it trains several seeds at once, else None."""
     module, _ = split_target(TASKS[name])
     return getattr(importlib.import_module(module), "run_group", None)
+
+
+
+def effective_config(config: dict) -> dict:
+    """THE effective config of a run, what its task runs with (runs.py resolves it once and records it): the
+    task module's `effective_config(config)` (tasks/effective.py) where its configs carry tables to resolve,
+    else the declared config itself."""
+    module, _ = split_target(TASKS[config["task"]])
+    resolver = getattr(importlib.import_module(module), "effective_config", None)
+    return config if resolver is None else resolver(config)

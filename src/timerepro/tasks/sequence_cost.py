@@ -29,6 +29,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from timerepro.tasks.effective import effective_config  # noqa: F401 (this task's config resolver: tasks/registry.py)
+
 FEAT = 172
 
 
@@ -61,11 +63,10 @@ def synthetic_graph(length: int, batch: int, seed: int = 0):
 
 
 def measure(config: dict, device: str = "cpu") -> dict:
-    """One model at one length, in this process: time per training step, peak memory, saved activations."""
-    from timerepro.models.graph import overrides
+    """One model at one length, in this process: time per training step, peak memory, saved activations.
+    `config`: an effective config (`effective_config`: `sequence_length` on the model's knob)."""
     from timerepro.tasks import link_prediction as lp
 
-    config = overrides.resolve(config)
     length, batch = int(config["sequence_length"]), int(config["batch_size"])
     torch.manual_seed(int(config.get("seed", 0)))
     data, split, graph, u, v, neg, t = synthetic_graph(length, batch, int(config.get("seed", 0)))
@@ -75,7 +76,7 @@ def measure(config: dict, device: str = "cpu") -> dict:
         base = torch.cuda.memory_allocated(dev)
     else:
         base = _rss_mb()
-    model = lp.LinkPredictionModel(lp.MODELS[config["model"]](config, data, split, graph)).to(dev)
+    model = lp.build_model(config, data, split, graph).to(dev)
     model.backbone.set_graph(graph, np.random.RandomState(0))
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))

@@ -27,9 +27,8 @@ from timerepro.data.prepare import prepare
 from timerepro.data.tpp import EventSequences, TPPData, load_processed
 from timerepro.models.registry import build
 from timerepro.tpp import ThinningConfig, evaluate, train_epoch
+from timerepro.tpp.thinning import THINNING_KEYS
 from timerepro.train import fit
-
-THINNING_KEYS = ("num_sample", "num_exp", "over_sample_rate", "num_samples_boundary", "dtime_max")
 
 
 def head(seqs: EventSequences, n: int | None) -> EventSequences:

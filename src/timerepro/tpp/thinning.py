@@ -30,6 +30,7 @@ from timerepro.tpp.batch import Batch
 
 BOUND_WINDOWS = ("last_interval", "dtime_max")
 MAX_DTIME = 1e5  # EasyTPP's final clamp
+THINNING_KEYS = ("num_sample", "num_exp", "over_sample_rate", "num_samples_boundary", "dtime_max")  # a run config sets
 
 
 @dataclass(frozen=True)

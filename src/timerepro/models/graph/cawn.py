@@ -29,7 +29,6 @@ from timerepro.encoders import standardization_stats
 from timerepro.graphs.neighbors import TRAIN_NEIGHBOR_SEED, TemporalNeighbors
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import TemporalBackbone, to_device
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
 
 SAMPLING = ("recent", "uniform", "time_interval_aware")
@@ -217,8 +216,7 @@ def walk_time_stats(graph: TemporalNeighbors, nodes, times, k: int, walk_length:
 
 def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> CAWN:
     """CAWN (DyGLib's CAWN): statistics of t - t_k over the num_neighbors most recent training
-    interactions (the first hop of the walks)."""
-    config = with_dataset_defaults(config)
+    interactions (the first hop of the walks). `config`: an effective config (dataset defaults applied)."""
     k = int(config["num_neighbors"])
     sampling = config["neighbor_sampling"]
     scaling = float(config["time_scaling_factor"])

@@ -32,7 +32,6 @@ from timerepro.graphs.neighbors import History, TemporalNeighbors
 from timerepro.models import dropout as dropout_module
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import TemporalBackbone, to_device
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.position_index import check_position_index, distinct_time_index
 from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
 
@@ -104,23 +103,22 @@ def recency_index_stats(neighbors: TemporalNeighbors, nodes, times, max_len: int
 
 
 def dygformer_hparams(config: dict) -> dict:
-    """Constructor arguments of `DyGFormer` from a run config. A key set in the config wins; then
-    `dataset_defaults[<dataset>]`, then `dataset_defaults["default"]` (DyGLib's per-dataset best
-    configuration, params/models.yaml); d_T falls back to `d_T_by_encoder` (1 for linear)."""
-    resolved = with_dataset_defaults(config)
+    """Constructor arguments of `DyGFormer` from an effective config (tasks/effective.py: `dataset_defaults`,
+    DyGLib's per-dataset best configuration, already applied: a config without its values is refused); d_T falls
+    back to `d_T_by_encoder` (1 for linear)."""
     encoder = config.get("encoder", "cosine")
     by_encoder = config.get("d_T_by_encoder", {})
 
     def pick(key, default=None):
-        return resolved.get(key, default)
+        return config.get(key, default)
 
     time_dim = config.get("d_T", by_encoder.get(encoder, by_encoder.get("default", 100)))
     d_tc = pick("d_tc")
     return dict(variant=config["model"], encoder=encoder, time_dim=int(time_dim), channel_dim=int(pick("d_ch", 50)),
-                time_channel_dim=None if d_tc is None else int(d_tc), patch_size=int(pick("patch_size", 1)),
-                max_input_sequence_length=int(pick("max_input_sequence_length", 32)),
+                time_channel_dim=None if d_tc is None else int(d_tc), patch_size=int(config["patch_size"]),
+                max_input_sequence_length=int(config["max_input_sequence_length"]),
                 num_layers=int(pick("num_layers", 2)), num_heads=int(pick("num_heads", 2)),
-                dropout=float(pick("dropout", 0.1)), time_input=pick("time_input", "time"),
+                dropout=float(config["dropout"]), time_input=pick("time_input", "time"),
                 # Table 6's index; absent key = per_event, the code default, so that no other run id changes
                 position_index=config.get("position_index", "per_event"), encoder_options=config.get("encoder_options"))
 

@@ -18,7 +18,6 @@ import torch
 
 from timerepro.data.ctdg import CTDGData, LinkSplit
 from timerepro.graphs.neighbors import TemporalNeighbors
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.message_memory import MessageMemory
 from timerepro.models.graph.neighbor_attention import NeighborAttentionBackbone
 from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
@@ -69,8 +68,7 @@ class DyRep(MessageMemory, NeighborAttentionBackbone):
 
 def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> DyRep:
     """DyRep: statistics of t - t_k over the num_neighbors most recent training interactions (what the
-    attention reads), as for TGN."""
-    config = with_dataset_defaults(config)
+    attention reads), as for TGN. `config`: an effective config (dataset defaults applied)."""
     k = int(config["num_neighbors"])
     mean, std = train_time_stats(data, split, train_graph, k, *time_diff_statistic(config))
     return DyRep(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),

@@ -19,7 +19,6 @@ from torch import nn
 
 from timerepro.encoders import make_encoder
 from timerepro.models.dropout import Dropout
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.tcl import SAMPLING, SampledHistory
 
 MASK_VALUE = -1e10  # DyGLib: finite, so a node without neighbours gets uniform (zero-feature) weights
@@ -112,8 +111,8 @@ class GraphMixer(SampledHistory, nn.Module):
 
 
 def build(config: dict, data, split, train_graph) -> GraphMixer:
-    """GraphMixer with DyGLib's per-dataset configuration (params/models.yaml `dataset_defaults`)."""
-    config = with_dataset_defaults(config)
+    """GraphMixer with DyGLib's per-dataset configuration (params/models.yaml `dataset_defaults`, applied in the
+    effective config, tasks/effective.py)."""
     return GraphMixer(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),
                       num_neighbors=int(config["num_neighbors"]), num_layers=int(config["num_layers"]),
                       time_gap=int(config["time_gap"]), token_expansion=float(config["token_expansion"]),

@@ -21,7 +21,6 @@ from timerepro.encoders import standardization_stats
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import TemporalBackbone
-from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph.message_memory import MessageMemory
 
 
@@ -91,8 +90,8 @@ def jodie_shift_stats(data: CTDGData, split: LinkSplit) -> tuple[float, float, f
 
 def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> JODIE:
     """JODIE: the time-projection statistics of the training edges; the message encoder standardized
-    (linear encoders) by the pooled shifts of both roles (what it reads: t - last update)."""
-    config = with_dataset_defaults(config)
+    (linear encoders) by the pooled shifts of both roles (what it reads: t - last update). `config`: an
+    effective config (dataset defaults applied)."""
     stats = jodie_shift_stats(data, split)
     src, dst, ts = data.src[split.train], data.dst[split.train], data.ts[split.train]
     shifts = np.concatenate([role_time_shifts(src, ts), role_time_shifts(dst, ts)])

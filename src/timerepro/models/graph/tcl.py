@@ -23,7 +23,6 @@ from torch import nn
 from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import Neighborhood, TemporalNeighbors
 from timerepro.models.dropout import Dropout
-from timerepro.models.graph.defaults import with_dataset_defaults
 
 SAMPLING = ("recent", "uniform")
 
@@ -128,10 +127,10 @@ class TCL(SampledHistory, nn.Module):
 
 
 def build(config: dict, data, split, train_graph) -> TCL:
-    """TCL with DyGLib's per-dataset configuration (params/models.yaml `dataset_defaults`)."""
+    """TCL with DyGLib's per-dataset configuration (params/models.yaml `dataset_defaults`, applied in the
+    effective config, tasks/effective.py)."""
     from timerepro.models.graph.time_stats import train_time_stats
 
-    config = with_dataset_defaults(config)
     k = int(config["num_neighbors"])
     mean, std = train_time_stats(data, split, train_graph, k)
     return TCL(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),

@@ -33,7 +33,6 @@ from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.message_memory import STATE, MessageMemory
 from timerepro.models.graph.neighbor_attention import NeighborAttentionBackbone
 from timerepro.models.graph.time_stats import time_diff_statistic, train_time_stats
-from timerepro.models.graph.defaults import with_dataset_defaults
 
 SAMPLING = ("recent", "uniform")
 
@@ -73,8 +72,8 @@ class TGN(MessageMemory, NeighborAttentionBackbone):
 
 def build(config: dict, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> TGN:
     """TGN (DyGLib's MemoryModel): statistics of t - t_k over the num_neighbors most recent training
-    interactions, as for TGAT (the attention's differences)."""
-    config = with_dataset_defaults(config)
+    interactions, as for TGAT (the attention's differences). `config`: an effective config (dataset defaults
+    applied)."""
     k = int(config["num_neighbors"])
     mean, std = train_time_stats(data, split, train_graph, k, *time_diff_statistic(config))
     return TGN(data.node_feat, data.edge_feat, encoder=config["encoder"], time_dim=int(config["d_T"]),

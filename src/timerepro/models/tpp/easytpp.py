@@ -73,7 +73,7 @@ def model_config(class_name: str, config: dict, num_event_types: int):
     """EasyTPP's ModelConfig from a resolved run config (Table 6 values in d_model, time_emb_size, ...)."""
     from easy_tpp.config_factory import ModelConfig
 
-    from timerepro.tasks.temporal_point_process import THINNING_KEYS
+    from timerepro.tpp.thinning import THINNING_KEYS
 
     specs = {key: cast(config[key]) for key, cast in CLASS_OPTIONS.get(class_name, {}).items()}
     heads = config["num_heads"]

@@ -1,4 +1,4 @@
-"""Last-layer attention of DyGFormer-separate and DyGDecoder for linear_time Figures 7-12.
+"""Probe `attention_maps`: last-layer attention of DyGFormer-separate and DyGDecoder for linear_time Figures 7-12.
 
 For K sampled test edges (u, v, t), each side's sequence goes through the transformer alone (the
 two variants never mix the sides), and the last layer's attention, averaged over heads as
@@ -9,16 +9,18 @@ decoder's BOS have no time (NaN).
 
 `record_attention` returns plain numpy arrays per side; `attention_records` flattens them into
 columns (one row per query/key pair of real patches); `average_by_time_pair` averages the scores
-per distinct (t - t_q, t - t_k) pair, as the paper does for US Legis. All of it can be written with
-`ctx.write_artifact` (e.g. `np.savez` or a CSV of the columns).
+per distinct (t - t_q, t - t_k) pair, as the paper does for US Legis. The probe (`record_attention: k`) writes
+the columns of k sampled test edges as attention_records.npz.
 """
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import torch
 
-from timerepro.models.graph.dygformer import DyGFormer
+from timerepro.io import atomic_write_bytes
 
 SIDES = ("src", "dst")
 RECORDABLE = ("dygformer_separate", "dygdecoder")
@@ -41,8 +43,8 @@ def patch_times(ids: np.ndarray, times: np.ndarray, patch_size: int) -> np.ndarr
 
 
 @torch.no_grad()
-def record_attention(model: DyGFormer, src, dst, times) -> dict[str, dict[str, np.ndarray]]:
-    """Last-layer attention of each side of the edges (src, dst, times), model in eval mode.
+def record_attention(model, src, dst, times) -> dict[str, dict[str, np.ndarray]]:
+    """Last-layer attention of each side of the edges (src, dst, times) of a DyGFormer `model`, in eval mode.
 
     Returns {"src": side, "dst": side}, each side a dict of arrays (K edges, Lq = Lk positions,
     the decoder's first position being its BOS):
@@ -103,3 +105,22 @@ def average_by_time_pair(records: dict[str, np.ndarray], side: int | None = None
     unique, inverse, counts = np.unique(pairs, axis=0, return_inverse=True, return_counts=True)
     sums = np.bincount(inverse.ravel(), weights=records["score"][keep], minlength=len(unique))
     return {"dt_query": unique[:, 0], "dt_key": unique[:, 1], "score": sums / counts, "count": counts}
+
+
+def wants(config: dict) -> bool:
+    """`record_attention: k` with k > 0 (0: not a task default, so no run id changed) on a recordable variant."""
+    return int(config.get("record_attention", 0)) > 0 and config["model"] in RECORDABLE
+
+
+def probe(trained, config: dict, ctx) -> dict:
+    """linear_time Figures 7-12: last-layer attention of k sampled test edges, one row per (query, key) pair of
+    real patches, written as attention_records.npz (columns of `attention_records`); no metric."""
+    data, backbone = trained.data, trained.model.backbone
+    idx = sample_edges(np.flatnonzero(trained.split.test), int(config["record_attention"]), seed=int(config["seed"]))
+    trained.start_pass()
+    recorded = record_attention(backbone, data.src[idx], data.dst[idx], data.ts[idx])
+    columns = attention_records(recorded, causal=backbone.causal)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **columns)
+    atomic_write_bytes(ctx.dir / "attention_records.npz", buf.getvalue())
+    return {}

@@ -1,4 +1,4 @@
-"""dyg_mamba Figure 6 (B-D), the case study: for chosen test edges (u, v, t), the cosine similarity between
+"""Probe `case_study`, dyg_mamba Figure 6 (B-D): for chosen test edges (u, v, t), the cosine similarity between
 the target node's encoding (v's pooled state) and each hidden state of u's last layer, and the similarity
 matrix between u's last-layer and second-last-layer hidden states, for DyG-Mamba and DyGFormer.
 
@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from timerepro.io import atomic_write_bytes
-from timerepro.models.graph.memory import stream_state
+from timerepro.models.graph.dyg_mamba import masked_mean
 
 PAPER_PAIRS = ((1181, 1713), (1181, 1173))
 
@@ -36,42 +36,50 @@ def choose_edges(data, split, graph, k: int) -> np.ndarray:
     return np.asarray(chosen[:k], dtype=np.int64)
 
 
-@torch.no_grad()
-def hidden_states(backbone, src, dst, times) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
-    """u's hidden states per layer (each (B, L, w)), u's real-position mask (B, L) and v's pooled state (B, w)."""
-    from timerepro.models.graph.dyg_mamba import DyGMamba, masked_mean
-    from timerepro.models.graph.dygformer import DyGFormer
+def _dyg_mamba_states(backbone, src, dst, times):
+    enc_u, enc_v = backbone.encode_pair(src, dst, times)
+    _, h_v = backbone.readout(enc_u, enc_v)
+    return enc_u.layers, enc_u.mask, h_v
 
-    if isinstance(backbone, DyGMamba):
-        enc_u, enc_v = backbone.encode_pair(src, dst, times)
-        _, h_v = backbone.readout(enc_u, enc_v)
-        return enc_u.layers, enc_u.mask, h_v
-    if isinstance(backbone, DyGFormer) and backbone.variant == "dygformer":
-        eu, ev = backbone.encode_inputs(src, dst, times)
-        n_u = eu.patches.shape[1]
-        x, layers = torch.cat([eu.patches, ev.patches], dim=1), []
+
+def _dygformer_states(backbone, src, dst, times):
+    eu, ev = backbone.encode_inputs(src, dst, times)
+    n_u = eu.patches.shape[1]
+    x, layers = torch.cat([eu.patches, ev.patches], dim=1), []
+    layers.append(x)
+    for layer in backbone.layers:
+        x, _ = layer(x)
         layers.append(x)
-        for layer in backbone.layers:
-            x, _ = layer(x)
-            layers.append(x)
-        mask_u = torch.from_numpy(eu.seq.neighbor_ids != 0)
-        mask_v = torch.from_numpy(ev.seq.neighbor_ids != 0)
-        return [h[:, :n_u] for h in layers], mask_u, masked_mean(layers[-1][:, n_u:], mask_v)
-    raise TypeError(f"no case study for {type(backbone).__name__} (DyG-Mamba and DyGFormer only)")
+    mask_u = torch.from_numpy(eu.seq.neighbor_ids != 0)
+    mask_v = torch.from_numpy(ev.seq.neighbor_ids != 0)
+    return [h[:, :n_u] for h in layers], mask_u, masked_mean(layers[-1][:, n_u:], mask_v)
 
 
-def record_case_study(model, data, split, graph, k: int, ctx) -> np.ndarray:
-    """Write case_study.npz for k chosen test edges (see the module docstring); returns their indices."""
-    from timerepro.tasks import link_prediction as lp
+# model name -> u's hidden states per layer (each (B, L, w)), u's real-position mask (B, L), v's pooled state (B, w);
+# read through the backbone's own methods, so this module imports no model class (nor its fingerprint)
+HIDDEN_STATES = {"dyg_mamba": _dyg_mamba_states, "dygformer": _dygformer_states}
 
-    backbone = model.backbone
-    model.eval()
-    stream_state(backbone).restore_state("val_end")
-    backbone.set_graph(graph, lp._neighbor_rng(lp.EVAL_NEIGHBOR_SEED))
-    idx = choose_edges(data, split, graph, k)
+
+@torch.no_grad()
+def hidden_states(model_name: str, backbone, src, dst, times) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+    """u's hidden states per layer (each (B, L, w)), u's real-position mask (B, L) and v's pooled state (B, w)."""
+    if model_name not in HIDDEN_STATES:
+        raise TypeError(f"no case study for model {model_name!r}; known: {sorted(HIDDEN_STATES)}")
+    return HIDDEN_STATES[model_name](backbone, src, dst, times)
+
+
+def wants(config: dict) -> bool:
+    return int(config.get("case_study_edges", 0)) > 0
+
+
+def probe(trained, config: dict, ctx) -> dict:
+    """Write case_study.npz for the `case_study_edges` chosen test edges (see the module docstring); no metric."""
+    data, split, graph, backbone = trained.data, trained.split, trained.graph, trained.model.backbone
+    trained.start_pass()
+    idx = choose_edges(data, split, graph, int(config["case_study_edges"]))
     arrays: dict[str, np.ndarray] = {"edges": idx, "src": data.src[idx], "dst": data.dst[idx], "ts": data.ts[idx]}
     for j, e in enumerate(idx):
-        layers, mask, target = hidden_states(backbone, data.src[[e]], data.dst[[e]], data.ts[[e]])
+        layers, mask, target = hidden_states(config["model"], backbone, data.src[[e]], data.dst[[e]], data.ts[[e]])
         keep = mask[0].cpu().numpy().astype(bool)
         last, prev = layers[-1][0][keep], layers[-2][0][keep]  # (n, w) real positions
         arrays[f"cos_target_{j}"] = F.cosine_similarity(last, target[0].expand_as(last), dim=-1).cpu().numpy()
@@ -79,4 +87,4 @@ def record_case_study(model, data, split, graph, k: int, ctx) -> np.ndarray:
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     atomic_write_bytes(ctx.dir / "case_study.npz", buf.getvalue())
-    return idx
+    return {}

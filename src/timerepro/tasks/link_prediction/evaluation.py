@@ -1,0 +1,54 @@
+"""DyGLib's evaluation of link prediction: the parts of the split, the model-selection metric, one pass over edges."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from timerepro.data.ctdg import CTDGData
+from timerepro.graphs.evaluate import batched_metrics
+from timerepro.graphs.neighbors import EVAL_NEIGHBOR_SEED, TemporalNeighbors, neighbor_rng
+from timerepro.models.graph.memory import stream_state
+from timerepro.tasks.link_prediction.model import LinkPredictionModel, device_of
+from timerepro.tasks.link_prediction.training import autocast
+
+# evaluation parts: (name of the sampler in dyglib_eval_samplers, split mask, metric prefix)
+PARTS = (("val", "val", "val_transductive"), ("new_node_val", "new_node_val", "val_inductive"),
+         ("test", "test", "test_transductive"), ("new_node_test", "new_node_test", "test_inductive"))
+MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max", "loss": "min"}
+# model selection on the validation edges of a setting (swinit's inductive runs select on new-node edges)
+MONITOR_PARTS = {"transductive": "val", "inductive": "new_node_val"}
+METRIC_KEYS = ("ap", "auc", "ap_whole", "auc_whole")  # recorded per part and sampler: {prefix}_{sampler}_{key}
+
+
+@torch.no_grad()
+def evaluate(model: LinkPredictionModel, data: CTDGData, idx: np.ndarray, sampler, graph: TemporalNeighbors,
+             batch_size: int, amp: str = "none") -> dict:
+    """DyGLib's evaluation of the edges `idx` (chronological): reset the negative sampler and the
+    neighbour stream, score each batch's positives and its negatives (sigmoid probabilities in
+    float32, as DyGLib), then AP/AUC per batch averaged (`ap`, `auc`), over the whole split
+    (`ap_whole`, `auc_whole`), and the BCE over the whole split (`loss`). `amp`: the autocast setting
+    (`autocast`). Probabilities stay on the device until the end."""
+    model.eval()
+    model.backbone.set_graph(graph, neighbor_rng(EVAL_NEIGHBOR_SEED))
+    sampler.reset()
+    state = stream_state(model.backbone)
+    device = device_of(model)
+    pos, neg = [], []
+    for start in range(0, len(idx), batch_size):
+        b = idx[start:start + batch_size]
+        src, dst, ts = data.src[b], data.dst[b], data.ts[b]
+        neg_src, neg_dst = sampler.sample_for_batch(src, dst, ts)
+        with autocast(amp, device):
+            pos_logits, neg_logits = model.score(src, dst, neg_src, neg_dst, ts)
+        pos.append(torch.sigmoid(pos_logits.float()))
+        neg.append(torch.sigmoid(neg_logits.float()))
+        state.observe(src, dst, ts, data.edge_ids[b])  # the batch's edges, after its predictions
+    pos_p, neg_p = torch.cat(pos).cpu(), torch.cat(neg).cpu()
+    m = batched_metrics(pos_p.numpy(), neg_p.numpy(), batch_size=batch_size)
+    probs = torch.cat([pos_p, neg_p])
+    labels = torch.cat([torch.ones_like(pos_p), torch.zeros_like(neg_p)])
+    return {"ap": m["average_precision"], "auc": m["roc_auc"], "ap_whole": m["average_precision_whole"],
+            "auc_whole": m["roc_auc_whole"], "loss": F.binary_cross_entropy(probs, labels).item(),
+            "n_edges": int(len(idx))}
