@@ -46,3 +46,18 @@ def package_copy(ds: Dataset) -> PackageCopy | None:
 
 def folder(ds: Dataset, data_root: Path) -> Path:
     return Path(data_root) / "raw" / ds.name / "package"
+
+
+def installed(ds: Dataset) -> bool:
+    """Whether the dataset's pinned package is installed at its pinned version with its member's pinned bytes."""
+    import hashlib
+    import importlib.metadata as md
+
+    spec = ds.options["package_source"]
+    try:
+        dist = md.distribution(spec["package"])
+    except md.PackageNotFoundError:
+        return False
+    path = Path(dist.locate_file(spec["member"]))
+    return (dist.version == str(spec["version"]) and path.is_file()
+            and hashlib.sha256(path.read_bytes()).hexdigest() == spec["member_sha256"])
