@@ -15,8 +15,7 @@ from timerepro.data import ctdg, offline_paper, stats
 from timerepro.data.lock import load_lock
 
 REAL_UCI = {"linear_time": ["lp_tgat_real_uci", "stats_table3_real_uci"],
-            "dyg_mamba": ["lp_jodie_real_uci", "lp_dyrep_real_uci", "lp_tgn_real_uci", "lp_edgebank_real_uci",
-                          "stats_table6_real_uci"]}
+            "dyg_mamba": ["lp_jodie_real_uci", "lp_edgebank_real_uci", "stats_table6_real_uci"]}
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +55,7 @@ def test_offline_dyg_mamba_uci_cells_never_mix_sources(reg):
         for model, _enc, standin in cells:
             by_model.setdefault(model, set()).add(standin)
         assert all(len(s) == 1 for s in by_model.values()), by_model
-        for model in ("jodie", "dyrep", "tgn"):
-            assert by_model[model] == {"None"}
+        assert by_model["jodie"] == {"None"} and by_model["tgn"] == {"offline"}
     assert _uci_cells(reg, "dyg_mamba", "table4", "offline").count(("edgebank", "None", "None")) == 1
 
 
