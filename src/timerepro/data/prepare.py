@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from timerepro.data import archive, ctdg, series, standins, time2vec, tpp
+from timerepro.data import archive, ctdg, package_copies, series, standins, time2vec, tpp
 from timerepro.data.fetch import FetchResult, fetch_file, file_lock, hash_file
 from timerepro.data.lock import Dataset, Lock, check_obtainable, load_lock
 from timerepro.data.manifest import MANIFEST, PREPROCESS_VERSION, read_manifest
@@ -34,16 +34,17 @@ def fetch_dataset(name: str, *, lock: Lock | None = None, data_root=None, requir
 
 
 def _from_package(ds: Dataset, data_root) -> list[FetchResult] | None:
-    """A dataset with a pinned package copy (Event-MNIST): its rebuilt, md5-checked files, unless the verified
+    """A dataset with a pinned package copy (Event-MNIST, UCI): its rebuilt, checked files, unless the verified
     upstream downloads are already cached (then those are used, and None is returned)."""
-    if not time2vec.package_source(ds.options):
+    copy = package_copies.package_copy(ds)
+    if copy is None:
         return None
     from timerepro.data.fetch import cache_path, verify
 
     if all(cache_path(f, data_root).exists() and not verify(f, *hash_file(cache_path(f, data_root))) for f in ds.files):
         return None
-    paths = time2vec.build_from_package(ds, Path(data_root or data_dir()) / "raw" / ds.name / "package")
-    origin = time2vec.package_origin(ds)
+    paths = copy.module.build_from_package(ds, package_copies.folder(ds, data_root or data_dir()))
+    origin = copy.module.package_origin(ds)
     return [FetchResult(p, *hash_file(p), origin=origin) for p in (paths[f.name] for f in ds.files)]
 
 
@@ -95,6 +96,7 @@ def prepare(name: str, *, standin: str | None = None, lock: Lock | None = None, 
     with file_lock(root / ".locks" / f"{ds.name}.lock"):
         out = processed_path(ds.name, standin, data_root)
         packaged = False
+        kind = None  # the manifest's data kind when not `real` (a package copy that is not the upstream bytes)
         if standin:
             raw_dir = root / "raw" / ds.name
             raw = {k: Path(v) for k, v in standins.write_standin(ds, raw_dir, standin, seed=seed).items()} \
@@ -107,8 +109,10 @@ def prepare(name: str, *, standin: str | None = None, lock: Lock | None = None, 
             results = fetch_dataset(ds.name, lock=lock, data_root=data_root, require_pinned=require_pinned,
                                     mirrors=mirrors, progress=progress)
             raw = {f.name: r.path for f, r in zip(ds.files, results)}
-            packaged = any(r.origin for r in results)  # already the uncompressed upstream bytes
-            label = f"{ds.title} (real data" + (": the upstream bytes, rebuilt from a package copy)" if packaged else ")")
+            packaged = any(r.origin for r in results)  # already usable files (upstream bytes or DGB's layout)
+            copy = package_copies.package_copy(ds) if packaged else None
+            label = copy.label(ds) if copy else f"{ds.title} (real data)"
+            kind = copy.kind.value if copy else None
             sources = [{"name": f.name, "sha256": r.sha256, "pinned": f.pinned,
                         "url": f.resolved_urls()[0] if f.urls else None, **({"origin": r.origin} if r.origin else {})}
                        for f, r in zip(ds.files, results)]
@@ -120,7 +124,7 @@ def prepare(name: str, *, standin: str | None = None, lock: Lock | None = None, 
             (src,) = inputs.values()
             source_dir = src if src.is_dir() else src.parent
             return ctdg.prepare(dataset=ds.name, upstream=ds.upstream_name, options=ds.options,
-                                source_dir=source_dir, **common)
+                                source_dir=source_dir, kind=kind, **common)
         return FAMILY_PREPARE[ds.family](dataset=ds.name, options=ds.options, inputs=inputs, **common)
 
 
@@ -137,9 +141,9 @@ def verify_dataset(name: str, *, lock: Lock | None = None, data_root=None) -> li
 
     lock = lock or load_lock()
     ds = lock.get(name)
-    if time2vec.package_source(ds.options):  # a package copy rebuilt and md5-checked stands for the downloads
-        folder = Path(data_root or data_dir()) / "raw" / ds.name / "package"
-        if time2vec.cached_package_files(ds, folder) is not None:
+    copy = package_copies.package_copy(ds)
+    if copy:  # a package copy built from its pinned, checked member stands for the downloads
+        if copy.module.cached_package_files(ds, package_copies.folder(ds, data_root or data_dir())) is not None:
             return []
     problems = []
     for f in ds.files:

@@ -55,6 +55,16 @@ def _row(paper, artifact, group, row, column, metric, mean=None, note=""):
             "mean": mean, "std": None, "note": note}
 
 
+def data_note(g: CTDGData) -> str:
+    """What a row's data are when they are not the paper's bytes (a package copy: its label), else ''."""
+    m = g.manifest or {}
+    return f"data: {m.get('label')}" if m.get("kind") == "package_copy" else ""
+
+
+def _with_note(rows: list[dict], note: str) -> list[dict]:
+    return [r | {"note": "; ".join(x for x in (r["note"], note) if x)} for r in rows] if note else rows
+
+
 def linear_time_table3(graphs: Mapping[str, CTDGData], lock: Lock | None = None) -> pd.DataFrame:
     """Nodes, total/unique edges, unique timestamps, duration; keys of `graphs` are lock dataset names."""
     lock = lock or load_lock()
@@ -65,11 +75,11 @@ def linear_time_table3(graphs: Mapping[str, CTDGData], lock: Lock | None = None)
         ds = lock.get(name)
         row = ds.display_name("linear_time")
         c = graph_counts(g)
-        for col, metric in cols:
-            rows.append(_row("linear_time", "table3", "dataset_stats", row, col, metric, c[metric]))
+        mine = [_row("linear_time", "table3", "dataset_stats", row, col, metric, c[metric]) for col, metric in cols]
         value, unit = duration(g, ds.options)
-        rows.append(_row("linear_time", "table3", "dataset_stats", row, "Duration", "duration", value,
+        mine.append(_row("linear_time", "table3", "dataset_stats", row, "Duration", "duration", value,
                          f"duration {value:.4g} {unit}; time granularity {ds.options.get('time_granularity')}"))
+        rows += _with_note(mine, data_note(g))
     return _frame(rows)
 
 
@@ -105,7 +115,7 @@ def linear_time_table5(g: CTDGData, val_ratio: float = 0.15, test_ratio: float =
             median = float(np.median(w)) if len(w) else None
             rows.append(_row("linear_time", "table5", group, split, "Average", "waiting_time_minutes_mean", mean, dataset_label))
             rows.append(_row("linear_time", "table5", group, split, "Median", "waiting_time_minutes_median", median, dataset_label))
-    return _frame(rows)
+    return _frame(_with_note(rows, data_note(g)))
 
 
 def dyg_mamba_table6(graphs: Mapping[str, CTDGData], lock: Lock | None = None) -> pd.DataFrame:
@@ -117,7 +127,9 @@ def dyg_mamba_table6(graphs: Mapping[str, CTDGData], lock: Lock | None = None) -
         row = ds.display_name("dyg_mamba")
         c = graph_counts(g)
         value, unit = duration(g, ds.options)
-        r = lambda metric, mean=None, note="": rows.append(_row("dyg_mamba", "table6", "dataset_stats", row, "stat", metric, mean, note))
+        extra = data_note(g)
+        r = lambda metric, mean=None, note="": rows.append(_row("dyg_mamba", "table6", "dataset_stats", row, "stat", metric, mean,
+                                                               "; ".join(x for x in (note, extra) if x)))
         r("domain", note=f"value: {ds.options.get('domain')} (from the lock, not computed)")
         r("num_nodes", c["n_nodes"])
         r("total_edges", c["n_edges_total"])

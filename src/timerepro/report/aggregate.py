@@ -67,6 +67,8 @@ def _data_label(records: list[dict]) -> str:
         if datakind.of_data(d) is datakind.DataKind.STANDIN:
             size = _standin_size(d)  # smoke and offline stand-ins of one dataset are different graphs
             labels.add(d.get("label", "synthetic stand-in") + (f", {size} size" if size else ""))
+        elif datakind.of_data(d) is datakind.DataKind.PACKAGE_COPY:  # real data, but not the paper's bytes: say how
+            labels.add(d.get("label") or "package copy")
         else:
             labels.add({"generated": "generated (paper's own synthetic task)"}.get(d.get("source"), d.get("source", "unknown")))
     return "; ".join(sorted(labels))

@@ -41,7 +41,7 @@ def run(config: dict, ctx) -> dict:
             "kind": _kind(standin, manifests).value,
             "source": "standin" if standin else "real",
             "standin": bool(standin),
-            "label": f"synthetic stand-ins ({standin} size), not the real data" if standin else "real data",
+            "label": f"synthetic stand-ins ({standin} size), not the real data" if standin else "; ".join(labels),
             "datasets": {name: {"label": m.get("label"), "sources": m.get("sources")} for name, m in manifests.items()},
             "labels": labels,
         },
