@@ -6,7 +6,7 @@ Two kinds of registry, one rule each (docs/map.md):
   params/tasks.yaml, models in params/models.yaml): the YAML is the only map, and
   `schema.load_yaml` refuses a key written twice;
 * functions registered in code (report aggregators, claim rules, figure renderers, time encoders):
-  a Catalog, filled by explicit `add` calls (for the report: `report.families.load()`).
+  a Catalog, filled by explicit `add` calls (for the report: `report.families.fill`).
 
 Validation (`timerepro validate`, every `registry.load()`) never imports a model or matplotlib:
 `defined_names` reads a module's source; tests import everything and check that both views agree.
@@ -45,7 +45,7 @@ MARK = "__catalog_entries__"  # attribute of a function marked by `Catalog.regis
 
 class Catalog(Mapping[str, T], Generic[T]):
     """name -> object; `add` refuses a taken name. `fill` (optional) is called once, before the
-    first lookup, to add the entries (e.g. `report.families.load`). `register(name)` is a decorator
+    first lookup, to add the entries (e.g. `report.families.fill`). `register(name)` is a decorator
     that only marks a function; `add_marked(module)` adds the marked functions a module defines."""
 
     def __init__(self, kind: str, fill: Callable[[], None] | None = None):
@@ -177,7 +177,7 @@ def target_problem(target: str) -> str | None:
 def decorated_names(module: str, decorators: Mapping[str, str]) -> dict[str, list[str]]:
     """kind -> the names a module registers with decorators such as `@aggregator("name")` or
     `@aggregate.aggregator("name")`, read from its source. `decorators` maps a decorator's name to its
-    kind; only top-level functions count (those `report.families.load` registers)."""
+    kind; only top-level functions count (those `report.families.fill` registers)."""
     found = _source(module)
     out: dict[str, list[str]] = {kind: [] for kind in decorators.values()}
     if found is None:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from timerepro import registry
-from timerepro.data import ctdg, offline_paper, stats
+from timerepro import offline_paper
+from timerepro.data import ctdg, stats
 from timerepro.data.lock import load_lock
 
 REAL_UCI = {"linear_time": ["lp_tgat_real_uci", "stats_table3_real_uci"],

@@ -175,7 +175,7 @@ def test_positional_encoding_claim_uses_the_spread():
 
 
 def test_family_module_is_registered():
-    families.load()
+    families.fill(aggregate.AGGREGATORS, figures.RENDERERS, claims.RULES)
     for name in ("tpp_rmse", "tpp_error_rate", "tpp_ablation_shared", "tpp_ablation_pe", "tpp_structure",
                  "tpp_dataset_hyperparameters", "tpp_kernels", "tpp_baseline_hyperparameters"):
         assert name in aggregate.AGGREGATORS

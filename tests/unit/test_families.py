@@ -5,7 +5,6 @@ from timerepro.report import aggregate, claims, families, figures
 
 
 def test_params_name_only_registered_functions():
-    families.load()
     reg = registry.load()
     missing = []
     for paper, spec in reg.papers.items():

@@ -43,10 +43,10 @@ def test_decorators_only_mark_and_the_family_list_fills_the_catalogs(tmp_path, m
     fresh = Catalog("aggregator")  # this test's own catalog: the project's stays as it is
     monkeypatch.setattr(aggregate, "AGGREGATORS", fresh)
     importlib.import_module(name)  # importing a module registers nothing
-    families.load()
+    families.fill(aggregate.AGGREGATORS)
     assert "unlisted_aggregator" not in fresh and "seqcls_accuracy" in fresh
     monkeypatch.setattr(report_catalog, "FAMILY_MODULES", report_catalog.FAMILY_MODULES + (name,))
-    families.load()  # listing it does
+    families.fill(aggregate.AGGREGATORS)  # listing it does
     assert fresh["unlisted_aggregator"].__module__ == name
 
 
@@ -64,12 +64,12 @@ def test_a_report_name_marked_twice_is_refused_statically_and_when_loaded(tmp_pa
     fresh = Catalog("aggregator")
     monkeypatch.setattr(aggregate, "AGGREGATORS", fresh)
     with pytest.raises(DuplicateName, match="aggregator 'seqcls_accuracy' is registered twice"):
-        families.load()
+        families.fill(aggregate.AGGREGATORS)
 
 
 def test_static_names_equal_the_registered_ones():
     """validate reads the decorators from source; what load() registers must be exactly that."""
-    families.load()
+    families.fill(aggregate.AGGREGATORS)
     found = report_catalog.declared()
     assert set(found["aggregator"]) == set(aggregate.AGGREGATORS)
     assert set(found["figure renderer"]) == set(figures.RENDERERS)

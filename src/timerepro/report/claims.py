@@ -24,7 +24,7 @@ from timerepro.registry import PAPERS, Registry
 from . import aggregate, families
 
 HOLDS, FAILS, PENDING = "holds", "fails", "cannot be evaluated yet"
-RULES: Catalog[Callable[[pd.DataFrame], tuple[str, str]]] = Catalog("claim rule", fill=families.load)
+RULES: Catalog[Callable[[pd.DataFrame], tuple[str, str]]] = Catalog("claim rule", fill=lambda: families.fill(RULES))
 rule = RULES.register  # @rule("name") on a function of a module listed in report/families.py
 
 

@@ -2,7 +2,7 @@
 
 A module marks its functions with the decorators `aggregate.aggregator`, `figures.renderer` and
 `claims.rule`; listing it (or its package: every module in it) in `timerepro.report_catalog.FAMILY_MODULES`
-is all it takes for params/ to use its names. `load()` adds the marked functions to the three catalogs,
+is all it takes for params/ to use its names. `fill(catalog)` adds the marked functions to a catalog,
 explicitly and once per name (a name marked twice is refused); `report_catalog.declared()` reads the same
 names from the modules' source without importing them, so `timerepro validate` checks every name params/
 uses before anything runs (and `registry`, below the report, never imports it).
@@ -15,13 +15,12 @@ import importlib
 from timerepro.report_catalog import modules
 
 
-def load() -> None:
-    """Import every listed module and add its marked functions to the aggregator, renderer and rule catalogs."""
-    from . import aggregate, claims, figures
-
+def fill(*catalogs) -> None:
+    """Import every listed module and add its functions marked for each of `catalogs` (each catalog's `fill`
+    passes itself: this module imports none of aggregate, claims, figures, so no import circle)."""
     for module in modules():
         imported = importlib.import_module(module)
-        for catalog in (aggregate.AGGREGATORS, figures.RENDERERS, claims.RULES):
+        for catalog in catalogs:
             catalog.add_marked(imported)
 
 

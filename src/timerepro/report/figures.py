@@ -22,7 +22,7 @@ from timerepro.names import ENCODER_LABELS  # noqa: E402
 
 from . import families  # noqa: E402
 
-RENDERERS: Catalog[Callable[[pd.DataFrame, dict], plt.Figure]] = Catalog("figure renderer", fill=families.load)
+RENDERERS: Catalog[Callable[[pd.DataFrame, dict], plt.Figure]] = Catalog("figure renderer", fill=lambda: families.fill(RENDERERS))
 renderer = RENDERERS.register  # @renderer("name") on a function of a module listed in report_catalog.py
 
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency.

@@ -19,14 +19,14 @@ TABLE7 = [("learning_rate", lambda c: c["lr"]), ("train_epochs", lambda c: c["ma
 
 
 def effective_settings(record: dict) -> dict:
-    """The configuration a run's model was built with: its declared config with the dataset defaults filled in, then
-    `per_dataset` and the history length applied (models.graph.overrides). The task applies the two in the other
-    order; they agree on every dyg_mamba config today. Once a run record carries the effective config the task
-    resolved (issue 22 item 3), this reads it from the record instead; it is the report's only re-derivation."""
-    from timerepro.models.graph.defaults import with_dataset_defaults
-    from timerepro.models.graph.overrides import resolve
+    """The configuration a run's model was built with: the effective config its task resolved once and recorded
+    (effective_config.json, records.read_effective_config); for a record made before runs recorded it, the same
+    one resolution (tasks.registry.effective_config) applied to its declared config. Never re-derived here."""
+    if record.get("effective_config") is not None:
+        return record["effective_config"]
+    from timerepro.tasks.registry import effective_config
 
-    return resolve(with_dataset_defaults(record["config"]))
+    return effective_config(record["config"])
 
 
 @aggregator("dm_table7")

@@ -5,8 +5,8 @@ copy that is installed with its pinned bytes (today real UCI and Event-MNIST), o
 its pin. Its cost comes from `timerepro estimate`'s model (`timerepro.estimate`); `--run` then executes the
 incomplete ones with the pipeline's own run machinery (records under results/runs/, resumed when killed).
 
-    python -m timerepro.data.offline_paper [--paper P] [--artifact A]            # the runs and their estimate
-    python -m timerepro.data.offline_paper --run [--jobs N] [--threads T] ...    # then run them (docs/reruns.md)
+    python -m timerepro.offline_paper [--paper P] [--artifact A]            # the runs and their estimate
+    python -m timerepro.offline_paper --run [--jobs N] [--threads T] ...    # then run them (docs/reruns.md)
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def offline_sources(lock: Lock | None = None, data_root: Path | None = None) -> 
 def obtainable_runs(reg, scale: str = "paper", *, paper: str | None = None, artifact: str | None = None,
                     sources: dict[str, str] | None = None) -> list:
     """The runs of `scale` that read downloaded data, all of it obtainable offline (`sources`)."""
-    from timerepro.fingerprint import run_datasets
+    from timerepro.data.reads import run_datasets
 
     sources = offline_sources() if sources is None else sources
     out = []
@@ -83,7 +83,7 @@ def plan(reg, runs: list, scale: str, references: list[Path] | None = None):
 def main(argv: list[str] | None = None) -> int:
     from timerepro import estimate, registry
 
-    ap = argparse.ArgumentParser(prog="python -m timerepro.data.offline_paper", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m timerepro.offline_paper", description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", default="paper")
     ap.add_argument("--paper")
     ap.add_argument("--artifact")
