@@ -256,6 +256,8 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
         record.update(kind="batches", setup_s=round(timings.first_batch_at - t0, 3),
                       train_batch_s=_per_batch(timings.train), train_batches_timed=len(timings.train),
                       train_batches_per_epoch=timings.train_per_epoch)
+        timed_s = sum(timings.train) + sum(e["seconds"] for e in timings.evals)
+        record["rest_s"] = round(max(wall - record["setup_s"] - timed_s, 0.0), 3)  # what ran whole (metrics, passes)
         if timings.evals:
             timed = sum(e["timed"] for e in timings.evals)
             record.update(eval_batch_s=sum(e["seconds"] for e in timings.evals) / max(timed, 1),
