@@ -239,6 +239,24 @@ def rehearsed_seconds(rec: dict, config: dict) -> float:
     return rec["once_s"]
 
 
+def sibling_record(rec: dict, config: dict) -> dict:
+    """`rec` of a sibling shape (same task, model, data) made to stand for `config`: batch counts scaled by the
+    batch sizes (seconds per batch kept: an approximation where sequence lengths or neighbours differ)."""
+    out = dict(rec)
+    if rec.get("kind") != "batches":
+        return out
+    own, theirs = config.get("batch_size"), rec["shape"].get("batch_size")
+    if own and theirs:
+        out["train_batches_per_epoch"] = math.ceil(rec["train_batches_per_epoch"] * theirs / own)
+    own_eval = config.get("eval_batch_size") or own
+    theirs_eval = rec["shape"].get("eval_batch_size") or theirs
+    if own_eval and theirs_eval:
+        for k in ("eval_batches_per_epoch", "eval_batches_final"):
+            if k in rec:
+                out[k] = math.ceil(rec[k] * theirs_eval / own_eval)
+    return out
+
+
 def estimate_rehearsed(run, rec: dict) -> RunEstimate:
     """A paper-scale run priced from its shape's rehearsal (GPU or CPU), or unpriced when the rehearsal failed."""
     gpu = bool(run.resources.get("gpu"))
@@ -319,12 +337,28 @@ def plan(reg, scale: str, *, paper: str | None = None, artifact: str | None = No
             est = ArtifactEstimate(p, art["id"])
             for run in reg.artifact_runs(p, art["id"], scale):
                 if run.run_id not in cache:
-                    rec = rehearsals.get(_shape_id(run.config)) if rehearsals else None
-                    cache[run.run_id] = estimate_rehearsed(run, rec) if rec else estimate_run(run, refs)
+                    cache[run.run_id] = _estimate_paper(run, rehearsals, refs) if rehearsals else estimate_run(run, refs)
                 est.runs.append(cache[run.run_id])
                 est.declared_mem_mb = max(est.declared_mem_mb, int(run.resources.get("mem_mb", 0)))
             out.append(est)
     return Plan(scale, out)
+
+
+def _estimate_paper(run, rehearsals: dict[str, dict], refs: References) -> RunEstimate:
+    """From the run's own shape's rehearsal; else a sibling shape's (a GPU one first); else from records."""
+    from timerepro.rehearse import pair_of, shape_of
+
+    shape = shape_of(run.config)
+    rec = rehearsals.get(_shape_id(run.config))
+    if rec is not None:
+        return estimate_rehearsed(run, rec)
+    siblings = [r for r in rehearsals.values() if r["status"] == "ok" and r.get("name") == pair_of(shape)]
+    if siblings:
+        best = max(siblings, key=lambda r: (r["device_type"] == "cuda", r.get("runs", 0)))
+        est = estimate_rehearsed(run, sibling_record(best, run.config))
+        est.note += f"; a sibling shape {best['shape_id']} (batch counts scaled by batch size)"
+        return est
+    return estimate_run(run, refs)
 
 
 def _rehearsals(results: Path | None) -> dict[str, dict]:

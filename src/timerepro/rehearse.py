@@ -298,6 +298,9 @@ def add_subcommand(sub) -> None:
     p.add_argument("--shape", action="append", default=[],
                    help="a shape id, or text in its name task/model/data (repeatable; default: every shape)")
     p.add_argument("--task", action="append", default=[], help="only shapes of this task (repeatable)")
+    p.add_argument("--one-per-pair", action="store_true",
+                   help="one shape per (task, model, data): the one with the most runs (its siblings are priced "
+                        "from it, scaled by their batch counts)")
     p.add_argument("--batches", type=int, default=3, help="training and evaluation batches timed per shape")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1")
     p.add_argument("--redo", action="store_true", help="rehearse again shapes with a record on this device type")
@@ -306,12 +309,23 @@ def add_subcommand(sub) -> None:
     p.set_defaults(func=_cmd)
 
 
+def pair_of(shape: dict) -> str:
+    """A shape's (task, model, data): its siblings differ only in batch sizes, neighbours or sequence lengths."""
+    return shape_name(shape)
+
+
 def _selected(all_shapes: list[Shape], args) -> list[Shape]:
     out = all_shapes
     if args.task:
         out = [s for s in out if s.shape["task"] in args.task]
     if args.shape:
         out = [s for s in out if any(x == s.id or x in s.name for x in args.shape)]
+    if args.one_per_pair:
+        best: dict[str, Shape] = {}
+        for s in out:
+            if s.name not in best or len(s.runs) > len(best[s.name].runs):
+                best[s.name] = s
+        out = list(best.values())
     return out
 
 

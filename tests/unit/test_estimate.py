@@ -120,3 +120,17 @@ def test_batches_are_priced_per_epoch_and_pass_and_a_failed_rehearsal_prices_not
     assert estimate.rehearsed_seconds(rec, run.config) == pytest.approx(expected)
     failed = estimate.estimate_rehearsed(run, {**rec, "status": "failed", "error": "MemoryError: 12 GiB"})
     assert failed.basis == estimate.NONE and failed.hours is None and "MemoryError" in failed.note
+
+
+def test_a_shape_without_a_rehearsal_is_priced_from_a_sibling_with_batches_scaled(reg, tmp_path):
+    from timerepro import rehearse
+
+    shapes = [s for s in rehearse.shapes(reg, "paper") if s.shape["task"] == "link_prediction"]
+    pair = next(s.name for s in shapes if sum(t.name == s.name for t in shapes) > 1)
+    run, other = [next(iter(s.runs)) for s in shapes if s.name == pair][:2]
+    rec = write_rehearsal(tmp_path, run)
+    rec = {**rec, "shape": {**rec["shape"], "batch_size": 2 * run.config["batch_size"]}}
+    sib = estimate.sibling_record(rec, run.config)
+    assert sib["train_batches_per_epoch"] == 200 and sib["train_batch_s"] == rec["train_batch_s"]
+    est = estimate._estimate_paper(other, {rec["shape_id"]: rec}, estimate.References([]))
+    assert est.basis == estimate.CPU_REHEARSAL and "sibling" in est.note
