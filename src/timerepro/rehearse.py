@@ -301,6 +301,8 @@ def add_subcommand(sub) -> None:
     p.add_argument("--one-per-pair", action="store_true",
                    help="one shape per (task, model, data): the one with the most runs (its siblings are priced "
                         "from it, scaled by their batch counts)")
+    p.add_argument("--budget-s", type=float,
+                   help="start no shape after this many seconds; the biggest data first (run again to go on)")
     p.add_argument("--batches", type=int, default=3, help="training and evaluation batches timed per shape")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1")
     p.add_argument("--redo", action="store_true", help="rehearse again shapes with a record on this device type")
@@ -326,7 +328,16 @@ def _selected(all_shapes: list[Shape], args) -> list[Shape]:
             if s.name not in best or len(s.runs) > len(best[s.name].runs):
                 best[s.name] = s
         out = list(best.values())
+    if args.budget_s:
+        out = sorted(out, key=lambda s: -_data_size(s.shape))
     return out
+
+
+def _data_size(shape: dict) -> int:
+    """Edges of a shape's paper-size graph (0 for other data): what orders a budgeted rehearsal."""
+    from timerepro.data.standins import PAPER_GRAPHS
+
+    return PAPER_GRAPHS.get(shape.get("dataset"), {}).get("edges", 0)
 
 
 def _cmd(args) -> int:
@@ -351,6 +362,10 @@ def _cmd(args) -> int:
         rec = have.get(s.id)
         if rec is not None and rec["device_type"] == dev_type and rec["status"] == "ok" and not args.redo:
             continue
+        if args.budget_s and time.perf_counter() - t_all > args.budget_s:
+            print(f"budget of {args.budget_s:.0f} s spent: {len(chosen) - i + 1} shapes left (run again to go on)",
+                  file=sys.stderr)
+            break
         rec = rehearse(s, batches=args.batches, device=args.device)
         atomic_write_json(record_path(results, s.id), rec)
         failed += rec["status"] != "ok"
