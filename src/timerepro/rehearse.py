@@ -130,6 +130,7 @@ class RehearsalContext:
     def __init__(self, config: dict, directory: Path, device: str, timings: Timings):
         self.config, self.run_id, self.dir, self.device = config, config["run_id"], directory, device
         self.show_progress, self.fingerprint, self.timings = False, None, timings
+        self.effective = config
         self.memory = PeakMemory()
 
     def peak_memory_mb(self) -> float:
@@ -221,7 +222,7 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
     import sys as _sys
 
     from timerepro.runs import pick_device
-    from timerepro.tasks.registry import get_task
+    from timerepro.tasks.registry import effective_config, get_task
     from timerepro.train import seed_everything
 
     dev = pick_device(device)
@@ -239,8 +240,9 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
         ctx.memory = memory
         try:
             seed_everything(int(config.get("seed", 0)))
+            ctx.effective = effective_config(config)  # what the task runs with, as runs.py resolves it
             with bounded_evaluation(config["task"], _sys.modules[runner.__module__], timings):
-                runner(config, ctx)
+                runner(ctx.effective, ctx)
             record["status"] = "ok"
         except (Exception, MemoryError) as e:  # what fails at this size is the rehearsal's finding
             record.update(status="failed", error=f"{type(e).__name__}: {e}"[:2000],

@@ -48,12 +48,12 @@ def test_link_prediction_rehearsal_times_its_batches_and_counts_an_epoch(reg, st
 
 def test_a_failure_at_size_is_recorded_not_raised(reg, monkeypatch):
     shape = _smoke_shape(reg, "link_prediction", "tgat")
-    from timerepro.tasks import link_prediction
+    from timerepro.tasks.link_prediction import loop
 
     def boom(config):
         raise MemoryError("Unable to allocate 12.3 GiB")
 
-    monkeypatch.setattr(link_prediction, "_load", lambda config: boom(config))
+    monkeypatch.setattr(loop, "load_data", boom)
     rec = rehearse.rehearse(shape, batches=1, device="cpu", standin="smoke")
     assert rec["status"] == "failed" and "MemoryError" in rec["error"]
 
