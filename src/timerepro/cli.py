@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from timerepro import resources
+from timerepro import rehearse, resources
 from timerepro.registry import PAPERS
 from timerepro.schema import ConfigError, NotFoundError
 
@@ -462,6 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true")
     p.add_argument("--output", default="dvc.yaml")
     resources.add_subcommand(sub)
+    rehearse.add_subcommand(sub)
     data_commands.add_subcommands(sub)
     return parser
 

@@ -28,6 +28,7 @@ from timerepro.paths import results_dir
 from timerepro.records import SUPERSEDED, load_record
 
 MEASURED, EXTRAPOLATED, NONE = "measured", "extrapolated", "none"
+GPU_REHEARSAL, CPU_REHEARSAL = "gpu rehearsal", "cpu rehearsal"  # paper scale: priced from `timerepro rehearse`
 
 
 # ---------------------------------------------------------------- data sizes
@@ -222,6 +223,55 @@ def estimate_run(run, refs: References) -> RunEstimate:
                        max(peaks), note)
 
 
+def rehearsed_seconds(rec: dict, config: dict) -> float:
+    """Wall seconds of a run of `config` from its shape's rehearsal record (`timerepro.rehearse`): set-up, then
+    max_epochs (an upper bound) x (training batches + validation batches + the rest of an epoch the rehearsal
+    ran whole), then the final evaluation passes (scaled by the run's number of negative-sampling strategies)."""
+    epochs = int(config.get("max_epochs") or 0)
+    if rec["kind"] == "batches":
+        per_epoch = (rec["train_batches_per_epoch"] * rec["train_batch_s"]
+                     + rec.get("eval_batches_per_epoch", 0) * rec.get("eval_batch_s", 0.0) + rec.get("rest_s", 0.0))
+        strategies = len(config.get("eval_negatives") or [None]) / rec.get("eval_strategies", 1)
+        final = rec.get("eval_batches_final", 0) * rec.get("eval_batch_s", 0.0) * strategies
+        return rec["setup_s"] + max(epochs, 1) * per_epoch + final
+    if rec["kind"] == "epoch":
+        return rec["once_s"] + max(epochs, 1) * rec["epoch_s"]
+    return rec["once_s"]
+
+
+def sibling_record(rec: dict, config: dict) -> dict:
+    """`rec` of a sibling shape (same task, model, data) made to stand for `config`: batch counts scaled by the
+    batch sizes (seconds per batch kept: an approximation where sequence lengths or neighbours differ)."""
+    out = dict(rec)
+    if rec.get("kind") != "batches":
+        return out
+    own, theirs = config.get("batch_size"), rec["shape"].get("batch_size")
+    if own and theirs:
+        out["train_batches_per_epoch"] = math.ceil(rec["train_batches_per_epoch"] * theirs / own)
+    own_eval = config.get("eval_batch_size") or own
+    theirs_eval = rec["shape"].get("eval_batch_size") or theirs
+    if own_eval and theirs_eval:
+        for k in ("eval_batches_per_epoch", "eval_batches_final"):
+            if k in rec:
+                out[k] = math.ceil(rec[k] * theirs_eval / own_eval)
+    return out
+
+
+def estimate_rehearsed(run, rec: dict) -> RunEstimate:
+    """A paper-scale run priced from its shape's rehearsal (GPU or CPU), or unpriced when the rehearsal failed."""
+    gpu = bool(run.resources.get("gpu"))
+    units = (run.resources.get("gpu") or 1) if gpu else run.resources.get("cpus", 1)
+    if rec["status"] != "ok":
+        return RunEstimate(run.paper, run.run_id, NONE, None, gpu, None,
+                           f"rehearsal of {rec['name']} failed: {rec.get('error', '?')[:160]}")
+    basis = GPU_REHEARSAL if rec["device_type"] == "cuda" else CPU_REHEARSAL
+    seconds = rehearsed_seconds(rec, run.config)
+    note = f"{basis} of {rec['name']} ({rec['kind']}, {rec['device']})"
+    if gpu and basis == CPU_REHEARSAL:
+        note += "; measured on CPU for a GPU run"
+    return RunEstimate(run.paper, run.run_id, basis, seconds * units / 3600, gpu, rec.get("peak_rss_mb"), note)
+
+
 @dataclass
 class ArtifactEstimate:
     paper: str
@@ -277,6 +327,7 @@ def plan(reg, scale: str, *, paper: str | None = None, artifact: str | None = No
 
     papers = [paper] if paper else list(PAPERS)
     refs = References(records_at_hand(results))
+    rehearsals = _rehearsals(results) if scale == "paper" else {}
     cache: dict[str, RunEstimate] = {}
     out = []
     for p in papers:
@@ -286,11 +337,40 @@ def plan(reg, scale: str, *, paper: str | None = None, artifact: str | None = No
             est = ArtifactEstimate(p, art["id"])
             for run in reg.artifact_runs(p, art["id"], scale):
                 if run.run_id not in cache:
-                    cache[run.run_id] = estimate_run(run, refs)
+                    cache[run.run_id] = _estimate_paper(run, rehearsals, refs) if rehearsals else estimate_run(run, refs)
                 est.runs.append(cache[run.run_id])
                 est.declared_mem_mb = max(est.declared_mem_mb, int(run.resources.get("mem_mb", 0)))
             out.append(est)
     return Plan(scale, out)
+
+
+def _estimate_paper(run, rehearsals: dict[str, dict], refs: References) -> RunEstimate:
+    """From the run's own shape's rehearsal; else a sibling shape's (a GPU one first); else from records."""
+    from timerepro.rehearse import pair_of, shape_of
+
+    shape = shape_of(run.config)
+    rec = rehearsals.get(_shape_id(run.config))
+    if rec is not None:
+        return estimate_rehearsed(run, rec)
+    siblings = [r for r in rehearsals.values() if r["status"] == "ok" and r.get("name") == pair_of(shape)]
+    if siblings:
+        best = max(siblings, key=lambda r: (r["device_type"] == "cuda", r.get("runs", 0)))
+        est = estimate_rehearsed(run, sibling_record(best, run.config))
+        est.note += f"; a sibling shape {best['shape_id']} (batch counts scaled by batch size)"
+        return est
+    return estimate_run(run, refs)
+
+
+def _rehearsals(results: Path | None) -> dict[str, dict]:
+    from timerepro.rehearse import load_records
+
+    return load_records(results or results_dir())
+
+
+def _shape_id(config: dict) -> str:
+    from timerepro.rehearse import shape_id, shape_of
+
+    return shape_id(shape_of(config))
 
 
 def artifact_estimates(reg, paper: str, scale: str = "paper", results: Path | None = None) -> dict[str, ArtifactEstimate]:
@@ -313,6 +393,8 @@ def mb_text(mb: float | None) -> str:
 
 
 def format_plan(p: Plan, scale: str) -> str:
+    if any(r.basis in (GPU_REHEARSAL, CPU_REHEARSAL) for r in p.unique_runs.values()):
+        return format_rehearsed_plan(p, scale)
     head = (f"{'paper':17s} {'artifact':9s} {'runs':>6s} {'meas.':>6s} {'extrap.':>7s} {'unknown':>7s} "
             f"{'CPU h':>9s} {'GPU h':>9s} {'peak mem':>9s} {'declared':>9s}")
     lines = [f"Estimated cost at scale {scale} (from the run records at hand; see `timerepro estimate --help`)",
@@ -336,4 +418,33 @@ def format_plan(p: Plan, scale: str) -> str:
     if notes:
         lines.append("Bases of the figures not measured (distinct runs):")
         lines += [f"  {n:5d}  {note}" for note, n in sorted(notes.items(), key=lambda kv: -kv[1])[:20]]
+    return "\n".join(lines)
+
+
+def format_rehearsed_plan(p: Plan, scale: str) -> str:
+    """The plan at paper scale: per artifact, runs priced from a GPU rehearsal, a CPU one, from records, or not."""
+    head = (f"{'paper':17s} {'artifact':9s} {'runs':>6s} {'GPU reh':>7s} {'CPU reh':>7s} {'extrap.':>7s} {'none':>5s} "
+            f"{'CPU h':>9s} {'GPU h':>9s} {'peak mem':>9s} {'declared':>9s}")
+    lines = [f"Estimated cost at scale {scale} (from the rehearsals under results/rehearsal/, `timerepro rehearse`)",
+             head, "-" * len(head)]
+    for a in p.artifacts + [p.total()]:
+        if a.artifact == "total":
+            lines.append("-" * len(head))
+        lines.append(f"{a.paper:17s} {a.artifact:9s} {len(a.runs):6d} {a.count(GPU_REHEARSAL):7d} "
+                     f"{a.count(CPU_REHEARSAL):7d} {a.count(EXTRAPOLATED) + a.count(MEASURED):7d} {a.count(NONE):5d} "
+                     f"{hours_text(a.cpu_hours):>9s} {hours_text(a.gpu_hours):>9s} "
+                     f"{mb_text(a.peak_mb):>9s} {mb_text(a.declared_mem_mb):>9s}")
+    lines.append("")
+    lines.append("How: a run's shape (task, model, data, batch sizes, neighbours, sequence lengths) ran a few batches on "
+                 "the paper-size stand-in; its seconds = set-up + max_epochs (an upper bound: early stopping ends most "
+                 "runs sooner) x (training + validation batches per epoch x seconds per batch) + the final evaluation "
+                 "passes. GPU h for runs that request a GPU (from a CPU rehearsal where no GPU one exists: an upper "
+                 "bound), CPU h (x cpus) otherwise. extrap.: no rehearsal of its shape yet, priced from run records.")
+    reasons: dict[str, int] = {}
+    for r in p.unique_runs.values():
+        if r.basis == NONE:
+            reasons[r.note] = reasons.get(r.note, 0) + 1
+    if reasons:
+        lines.append("Runs without a basis, and why (distinct runs):")
+        lines += [f"  {n:5d}  {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:20]]
     return "\n".join(lines)

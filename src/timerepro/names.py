@@ -21,7 +21,7 @@ ENCODER_LABELS = {
     "none": "No time information",       # dyg_mamba Figure 1's w/o-time arms
 }
 
-STANDIN_SCALES = ("smoke", "offline")  # the scales a labelled synthetic stand-in can be made at
+STANDIN_SCALES = ("smoke", "offline", "paper")  # the scales a labelled synthetic stand-in can be made at
 
 MODEL_LABELS = {
     # link prediction (linear_time Tables 1-10)

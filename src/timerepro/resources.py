@@ -11,7 +11,10 @@ the largest `mem_mb` and the sum of the runtimes of its jobs, so jobs within the
 their batch within its.
 
 `check(registry, scale)` returns one `JobUse` per job with a record; `timerepro resources --scale S` prints
-them and exits 1 when a job used more than it declared, naming the params/ key to raise.
+them and exits 1 when a job used more than it declared, naming the params/ key to raise. At paper scale, where
+no run has a record before the money is spent, each job is held against its shape's rehearsal instead
+(`timerepro rehearse`): peak host memory against `mem_mb`, the estimated wall time (max_epochs: an upper bound)
+against `runtime` (a GPU job rehearsed only on CPU is held to its memory, not its time).
 """
 
 from __future__ import annotations
@@ -128,6 +131,87 @@ def report(uses: list[JobUse], scale: str, file=None) -> bool:
     return not over
 
 
+@dataclass(frozen=True)
+class RehearsedJob:
+    """A paper-scale job against its shape's rehearsal: peak host memory and the estimated wall time (upper bound)."""
+
+    paper: str
+    job_id: str
+    shape: str  # rehearse.shape_name
+    dataset: str | None
+    mem_mb: float
+    peak_mb: float
+    runtime_min: float
+    estimate_min: float
+    gpu: int
+    device: str  # where the rehearsal ran (cpu/cuda)
+    mem_source: str
+    runtime_source: str
+
+    @property
+    def over_memory(self) -> bool:
+        return self.peak_mb > self.mem_mb
+
+    @property
+    def over_time(self) -> bool:
+        """On the rehearsal's device: a GPU job rehearsed on CPU is not held to its runtime (an upper bound only)."""
+        return self.estimate_min > self.runtime_min and (self.device == "cuda" or not self.gpu)
+
+
+def check_rehearsed(registry, results: Path | None = None, paper: str | None = None) -> tuple[list[RehearsedJob], dict]:
+    """Every paper-scale job whose shape has a successful rehearsal; and {reason: jobs} for the others."""
+    from timerepro.estimate import rehearsed_seconds
+    from timerepro.paths import results_dir
+    from timerepro.rehearse import load_records, shape_id, shape_of
+
+    recs = load_records(results or results_dir())
+    out, unchecked = [], {}
+    for job in registry.jobs("paper", paper=paper):
+        config = job.runs[0].config
+        rec = recs.get(shape_id(shape_of(config)))
+        if rec is None or rec["status"] != "ok":
+            why = "not rehearsed" if rec is None else f"rehearsal failed: {rec.get('error', '?')[:120]}"
+            unchecked[why] = unchecked.get(why, 0) + 1
+            continue
+        minutes = sum(rehearsed_seconds(rec, r.config) for r in job.runs) / 60.0
+        task, model = config["task"], config.get("model")
+        out.append(RehearsedJob(job.paper, job.job_id, rec["name"], config.get("dataset"),
+                                float(job.resources["mem_mb"]), float(rec["peak_rss_mb"]),
+                                float(job.resources["runtime"]), minutes, int(job.resources.get("gpu") or 0),
+                                rec["device_type"], declared_source(registry, "paper", task, model, "mem_mb"),
+                                declared_source(registry, "paper", task, model, "runtime")))
+    return out, unchecked
+
+
+def report_rehearsed(jobs: list[RehearsedJob], unchecked: dict, file=None) -> bool:
+    """Per shape the worst job against its declaration; every key to raise; True when all checked jobs fit."""
+    file = file or sys.stdout
+    worst: dict[str, RehearsedJob] = {}
+    for j in jobs:
+        if j.shape not in worst or (j.over_memory, j.over_time, j.estimate_min) > \
+                (worst[j.shape].over_memory, worst[j.shape].over_time, worst[j.shape].estimate_min):
+            worst[j.shape] = j
+    print(f"{'shape':44s} {'mem_mb':>7s} {'peak_mb':>8s} {'runtime':>7s} {'est.min':>8s} dev  verdict", file=file)
+    raise_keys: dict[str, float] = {}
+    for name, j in sorted(worst.items()):
+        verdict = []
+        if j.over_memory:
+            verdict.append(f"raise {j.mem_source} to >= {j.peak_mb:.0f}")
+            raise_keys[j.mem_source] = max(raise_keys.get(j.mem_source, 0), j.peak_mb)
+        if j.over_time:
+            verdict.append(f"raise {j.runtime_source} to >= {j.estimate_min:.0f}")
+            raise_keys[j.runtime_source] = max(raise_keys.get(j.runtime_source, 0), j.estimate_min)
+        print(f"{name:44s} {j.mem_mb:7.0f} {j.peak_mb:8.0f} {j.runtime_min:7.0f} {j.estimate_min:8.0f} "
+              f"{j.device:4s} {'; '.join(verdict) or 'ok'}", file=file)
+    for why, n in sorted(unchecked.items(), key=lambda kv: -kv[1]):
+        print(f"UNCHECKED {n} job(s): {why}", file=file)
+    for key, need in sorted(raise_keys.items()):
+        print(f"RAISE {key} (needs {need:.0f}{' MB' if key.endswith('mem_mb') else ' min'})", file=file)
+    print(f"{len(jobs)} paper-scale jobs checked against their rehearsal: {sum(j.over_memory for j in jobs)} over "
+          f"memory, {sum(j.over_time for j in jobs)} over runtime; {sum(unchecked.values())} unchecked", file=file)
+    return not raise_keys
+
+
 def add_subcommand(sub) -> None:
     p = sub.add_parser("resources", help="check that declared mem_mb/runtime cover the run records' peaks",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -141,4 +225,6 @@ def _cmd(args) -> int:
 
     registry = load()
     scale = args.scale or registry.default_scale()
+    if scale == "paper":  # no paper-scale records yet: the declarations are held against the rehearsal
+        return 0 if report_rehearsed(*check_rehearsed(registry, paper=args.paper)) else 1
     return 0 if report(check(registry, scale, paper=args.paper), scale) else 1

@@ -23,7 +23,7 @@ from typing import Iterable
 import torch
 from tqdm.auto import tqdm
 
-from timerepro import provenance, records
+from timerepro import provenance, records, stopping
 from timerepro.fingerprint import Fingerprinter, RunFingerprint
 from timerepro.io import atomic_write_bytes, atomic_write_json, read_json
 from timerepro.memory import PeakMemory
@@ -200,18 +200,21 @@ def execute_many(configs: list[dict], *, results: Path | None = None, device: st
     groups: dict[str, list[dict]] = {}
     for c in configs:
         groups.setdefault(group_key(c), []).append(c)
-    for group in groups.values():
-        ctxs = [ctx for ctx in (_open(c, results, dev, show_progress, fingerprints.run(c)) for c in group)
-                if ctx is not None]
-        if not ctxs:
-            continue
-        _threads(ctxs[0].config, threads)
-        runner = get_group_runner(ctxs[0].config["task"])
-        for ctx in ctxs:  # one measurement for the group: its seeds share the process and the batches
-            ctx.memory = ctxs[0].memory
-        ctxs[0].memory.start(dev)
-        try:
-            _train(ctxs, runner)
-        finally:
-            ctxs[0].memory.stop()
+    with stopping.handlers():  # SLURM's stop signals: checkpoint at the next batch, exit to be retried
+        for group in groups.values():
+            if stopping.requested():
+                raise stopping.JobStopped(f"before run {group[0]['run_id']}")
+            ctxs = [ctx for ctx in (_open(c, results, dev, show_progress, fingerprints.run(c)) for c in group)
+                    if ctx is not None]
+            if not ctxs:
+                continue
+            _threads(ctxs[0].config, threads)
+            runner = get_group_runner(ctxs[0].config["task"])
+            for ctx in ctxs:  # one measurement for the group: its seeds share the process and the batches
+                ctx.memory = ctxs[0].memory
+            ctxs[0].memory.start(dev)
+            try:
+                _train(ctxs, runner)
+            finally:
+                ctxs[0].memory.stop()
     return [run_dir(c, results) for c in configs]

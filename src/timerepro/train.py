@@ -1,7 +1,10 @@
 """The epoch loop every task shares: early stopping, best-state restore, checkpoint and resume.
 
 A checkpoint holds the model, optimizer, RNG states, the best state so far and the history, so a
-run killed between epochs resumes and ends with exactly the metrics of an uninterrupted run.
+run killed between epochs resumes and ends with exactly the metrics of an uninterrupted run. A task
+whose epoch loops over `EpochCursor.batches` can also be stopped between two batches (a SLURM stop
+request, `timerepro.stopping`): the checkpoint then holds the batch position and the task's state
+there too, and the resumed run continues the epoch at that batch, with the same metrics.
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ import copy
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
+
+from timerepro import stopping
 
 
 def seed_everything(seed: int) -> None:
@@ -28,6 +33,7 @@ def rng_state(generator: torch.Generator | None = None) -> dict:
         "numpy": np.random.get_state(),
         "torch": torch.get_rng_state(),
         "generator": generator.get_state() if generator is not None else None,
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
     }
 
 
@@ -35,6 +41,8 @@ def set_rng_state(state: dict, generator: torch.Generator | None = None) -> None
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
+    if state.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
     if generator is not None and state.get("generator") is not None:
         generator.set_state(state["generator"])
 
@@ -73,6 +81,44 @@ class EarlyStopping:
         return self.stale >= self.patience
 
 
+class StopAtBatch(Exception):
+    """A stop request seen before batch `batch` of an epoch; `state` is the task's state there."""
+
+    def __init__(self, batch: int, state: dict):
+        super().__init__(f"stop requested before batch {batch}")
+        self.batch, self.state = batch, state
+
+
+@dataclass
+class EpochCursor:
+    """Where a training epoch stands: the next batch and the task's own state there (None: the epoch's start).
+
+    `batches(items, save=..., load=...)` yields items from `start` on; at every batch boundary (also
+    after the last batch) a stop request ends the epoch with `StopAtBatch(i, save())`. A resumed
+    epoch first gives the saved state to `load`, then sets the RNGs back to their state at the stop
+    (whatever the epoch drew before its loop, it draws again on resumption). `save` returns what the loop carries from batch to
+    batch beyond the model, optimizer and global RNGs (its generators, running sums)."""
+
+    epoch: int
+    start: int = 0
+    state: dict | None = None
+    rng: dict | None = None  # the RNG states at the stop: set again after the epoch's preamble drew from them
+    generator: torch.Generator | None = None
+    stop: Callable[[], bool] = stopping.requested
+
+    def batches(self, items: Sequence | Iterable, *, save: Callable[[], dict],
+                load: Callable[[dict], None]):
+        items = items if isinstance(items, Sequence) else list(items)
+        if self.state is not None:
+            load(self.state)
+            set_rng_state(self.rng, self.generator)
+        for i in range(self.start, len(items) + 1):
+            if self.stop():
+                raise StopAtBatch(i, save())
+            if i < len(items):
+                yield items[i]
+
+
 @dataclass
 class FitResult:
     history: list[dict] = field(default_factory=list)
@@ -94,6 +140,7 @@ def fit(
     ctx,
     generator: torch.Generator | None = None,
     ties: bool = False,
+    mid_epoch: bool = False,
 ) -> FitResult:
     """Train until `patience` epochs without improvement of `monitor`; restore the best weights.
 
@@ -101,12 +148,22 @@ def fit(
     to improve; `ties`: equal counts as improved (DyGLib's `>=`), else strictly better.
 
     `train_epoch(epoch)` returns training statistics, `validate()` returns validation metrics
-    (including `monitor`). A checkpoint is written after every epoch through `ctx`.
+    (including `monitor`). A checkpoint is written after every epoch through `ctx`. With `mid_epoch`,
+    `train_epoch(epoch, cursor)` loops over `cursor.batches(...)` (an `EpochCursor`), so a stop
+    request is answered at the next batch; otherwise at the end of the epoch. Either way the
+    checkpoint is written and `stopping.JobStopped` raised.
     """
     stopper = EarlyStopping(patience=patience, mode=mode, ties=ties)
     result = FitResult()
     best_state = copy.deepcopy(model.state_dict())
     start_epoch = 0
+    cursor: EpochCursor | None = None
+
+    def checkpoint(epoch: int, **extra) -> None:
+        """`epoch` is the last complete epoch; `extra` says where a stopped epoch stands."""
+        ctx.save_checkpoint({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                             "best_state": best_state, "stopper": stopper.__dict__.copy(), "epoch": epoch,
+                             "rng": rng_state(generator), **extra})
 
     ckpt = ctx.load_checkpoint()
     if ckpt is not None:
@@ -118,14 +175,28 @@ def fit(
         start_epoch = ckpt["epoch"] + 1
         result.resumed_from_epoch = ckpt["epoch"]
         set_rng_state(ckpt["rng"], generator)
-        ctx.log(f"resumed from checkpoint after epoch {ckpt['epoch']}")
+        if ckpt.get("batch") is not None:  # stopped inside epoch start_epoch
+            cursor = EpochCursor(start_epoch, start=ckpt["batch"], state=ckpt["task_state"], rng=ckpt["rng"],
+                                 generator=generator)
+            ctx.log(f"resumed from checkpoint before batch {ckpt['batch']} of epoch {start_epoch}")
+        else:
+            ctx.log(f"resumed from checkpoint after epoch {ckpt['epoch']}")
 
     epochs = ctx.progress(range(start_epoch, max_epochs), desc=ctx.run_id, initial=start_epoch, total=max_epochs)
     for epoch in epochs:
         if stopper.should_stop:
             break
         t0 = time.perf_counter()
-        train_stats = train_epoch(epoch)
+        if mid_epoch:
+            cursor = cursor if cursor is not None and cursor.epoch == epoch else EpochCursor(epoch)
+            try:
+                train_stats = train_epoch(epoch, cursor)
+            except StopAtBatch as stop:
+                checkpoint(epoch - 1, batch=stop.batch, task_state=stop.state)
+                ctx.log(f"stop requested: checkpoint before batch {stop.batch} of epoch {epoch}")
+                raise stopping.JobStopped(f"{ctx.run_id}: epoch {epoch}, batch {stop.batch}") from None
+        else:
+            train_stats = train_epoch(epoch)
         epoch_time = time.perf_counter() - t0
         val = validate()
         val_time = time.perf_counter() - t0 - epoch_time
@@ -137,19 +208,13 @@ def fit(
                **{f"val_{k}": v for k, v in val.items()}}
         result.history.append(row)
         ctx.write_history(result.history)
-        ctx.save_checkpoint(
-            {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "best_state": best_state,
-                "stopper": stopper.__dict__.copy(),
-                "epoch": epoch,
-                "rng": rng_state(generator),
-            }
-        )
+        checkpoint(epoch)
         if hasattr(epochs, "set_postfix"):
             shown = monitor if isinstance(monitor, tuple) else (monitor,)
             epochs.set_postfix({**{m: f"{val[m]:.4f}" for m in shown}, "best": stopper.best_epoch})
+        if stopping.requested() and epoch + 1 < max_epochs and not stopper.should_stop:
+            ctx.log(f"stop requested: checkpoint after epoch {epoch}")
+            raise stopping.JobStopped(f"{ctx.run_id}: after epoch {epoch}")
     model.load_state_dict(best_state)
     result.best_epoch = stopper.best_epoch
     result.epochs_run = len(result.history)

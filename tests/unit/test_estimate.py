@@ -77,3 +77,60 @@ def test_report_hook_gives_one_estimate_per_implemented_artifact(reg, tmp_path):
     ests = estimate.artifact_estimates(reg, "hawkes_attention", "paper", results=tmp_path)
     assert set(ests) == {a["id"] for a in reg.implemented("hawkes_attention")}
     assert all(e.count(estimate.NONE) == len(e.runs) for e in ests.values())  # no records at all
+
+
+# ---------------------------------------------------------------- paper scale: priced from the rehearsal
+
+def write_rehearsal(results: Path, run, **over):
+    from timerepro import rehearse
+
+    shape = rehearse.shape_of(run.config)
+    rec = {"format": rehearse.FORMAT, "shape_id": rehearse.shape_id(shape), "shape": shape,
+           "name": rehearse.shape_name(shape), "status": "ok", "device": "cpu (test)", "device_type": "cpu",
+           "kind": "batches", "setup_s": 30.0, "train_batch_s": 0.5, "train_batches_per_epoch": 100,
+           "eval_batch_s": 0.2, "eval_batches_per_epoch": 20, "eval_batches_final": 80, "eval_strategies": 1,
+           "rest_s": 1.0, "peak_rss_mb": 2500.0, "peak_gpu_mb": None, **over}
+    path = results / "rehearsal" / f"{rec['shape_id']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec))
+    return rec
+
+
+def test_paper_runs_are_priced_from_their_shapes_rehearsal(reg, tmp_path):
+    runs = taxi_runs(reg, "paper")
+    for run in runs:
+        write_rehearsal(tmp_path, run, kind="epoch", epoch_s=60.0, once_s=20.0)
+    p = estimate.plan(reg, "paper", paper="hawkes_attention", artifact="table7", results=tmp_path)
+    (art,) = p.artifacts
+    taxi = [r for r in art.runs if r.run_id in {x.run_id for x in runs}]
+    assert taxi and all(r.basis == estimate.CPU_REHEARSAL for r in taxi)
+    run = runs[0]
+    units = max(run.resources["gpu"], 1)
+    est = next(r for r in taxi if r.run_id == run.run_id)
+    assert est.hours == pytest.approx((20.0 + run.config["max_epochs"] * 60.0) * units / 3600)
+    assert est.peak_mb == 2500.0 and "measured on CPU for a GPU run" in est.note
+    assert "CPU reh" in estimate.format_plan(p, "paper")
+
+
+def test_batches_are_priced_per_epoch_and_pass_and_a_failed_rehearsal_prices_nothing(reg, tmp_path):
+    run = next(r for r in reg.runs("paper", paper="linear_time") if r.config["task"] == "link_prediction")
+    rec = write_rehearsal(tmp_path, run)
+    strategies = len(run.config["eval_negatives"])
+    expected = 30.0 + run.config["max_epochs"] * (100 * 0.5 + 20 * 0.2 + 1.0) + 80 * 0.2 * strategies
+    assert estimate.rehearsed_seconds(rec, run.config) == pytest.approx(expected)
+    failed = estimate.estimate_rehearsed(run, {**rec, "status": "failed", "error": "MemoryError: 12 GiB"})
+    assert failed.basis == estimate.NONE and failed.hours is None and "MemoryError" in failed.note
+
+
+def test_a_shape_without_a_rehearsal_is_priced_from_a_sibling_with_batches_scaled(reg, tmp_path):
+    from timerepro import rehearse
+
+    shapes = [s for s in rehearse.shapes(reg, "paper") if s.shape["task"] == "link_prediction"]
+    pair = next(s.name for s in shapes if sum(t.name == s.name for t in shapes) > 1)
+    run, other = [next(iter(s.runs)) for s in shapes if s.name == pair][:2]
+    rec = write_rehearsal(tmp_path, run)
+    rec = {**rec, "shape": {**rec["shape"], "batch_size": 2 * run.config["batch_size"]}}
+    sib = estimate.sibling_record(rec, run.config)
+    assert sib["train_batches_per_epoch"] == 200 and sib["train_batch_s"] == rec["train_batch_s"]
+    est = estimate._estimate_paper(other, {rec["shape_id"]: rec}, estimate.References([]))
+    assert est.basis == estimate.CPU_REHEARSAL and "sibling" in est.note

@@ -71,3 +71,22 @@ def test_command_exit_status(registry, tmp_path, capsys):
 def test_no_records_is_not_a_failure(registry, tmp_path):
     assert resources.check(registry, "smoke", results=tmp_path) == []
     assert resources.report([], "smoke")
+
+
+def test_paper_scale_jobs_are_held_against_their_rehearsal(tmp_path, capsys):
+    from timerepro import registry as registry_module
+    from timerepro import resources
+
+    from .test_estimate import write_rehearsal
+
+    reg = registry_module.load()
+    job = next(j for j in reg.jobs("paper", paper="hawkes_attention") if j.runs[0].config.get("dataset") == "taxi")
+    run = job.runs[0]
+    write_rehearsal(tmp_path, run, kind="epoch", epoch_s=1.0, once_s=1.0, peak_rss_mb=job.resources["mem_mb"] + 500.0)
+    jobs, unchecked = resources.check_rehearsed(reg, results=tmp_path, paper="hawkes_attention")
+    mine = [j for j in jobs if j.job_id == job.job_id]
+    assert mine and mine[0].over_memory and not mine[0].over_time
+    assert unchecked.get("not rehearsed", 0) > 0
+    assert not resources.report_rehearsed(jobs, unchecked)
+    out = capsys.readouterr().out
+    assert f"RAISE {mine[0].mem_source}" in out and "UNCHECKED" in out

@@ -45,6 +45,47 @@ SERIES_ROWS = {"ETT_hour": {"smoke": 14400, "offline": 17420}, "ETT_minute": {"s
 MNIST_SIZE = {"smoke": (60, 20), "offline": (6000, 1000)}
 NTIDIGITS_SIZE = {"smoke": (22, 11), "offline": (440, 220)}
 LASTFM_USERS = {"smoke": 20, "offline": 200}
+# paper: lengths uniform within the published min..max (hawkes_attention Table 1), sequences per split = the
+# published event tokens / (min + max) / 2, so that a split holds the published number of tokens; Retweet: EasyTPP's statistics (20000/2000/2000, 50..264); SO (Time2Vec, Du et al. 2016):
+# 6633 sequences, split 70/10/20, lengths 41..101 (approximate: the subset Time2Vec used is not stated)
+PAPER_TPP = {"taxi": dict(train=1378, dev=189, test=378, min_len=36, max_len=38),
+             "taobao": dict(train=7216, dev=1093, test=2082, min_len=3, max_len=94),
+             "amazon": dict(train=5333, dev=222, test=556, min_len=14, max_len=94),
+             "stackoverflow": dict(train=1268, dev=352, test=366, min_len=41, max_len=101),
+             "retweet": dict(train=20000, dev=2000, test=2000, min_len=50, max_len=264),
+             "sof_time2vec": dict(train=4643, dev=663, test=1327, min_len=41, max_len=101)}
+# paper: rows of the real series (iTransformer's bundle; the ETT sets are already at size offline)
+PAPER_SERIES_ROWS = {"ETT_hour": 17420, "ETT_minute": 69680, "ecl": 26304, "traffic": 17544, "weather": 52696,
+                     "exchange": 7588}
+MNIST_SIZE["paper"] = (60000, 10000)
+NTIDIGITS_SIZE["paper"] = (2464, 2486)  # TIDIGITS' isolated-digit utterances, train and test
+# Last.fm 1K: its 992 users (800 train, 192 test); events per user capped at 1000 (the real ~19k each: 19M rows
+# would take an hour to write, and the TimeLSTM preprocessing keeps max_seq_len = 200 of them per sequence)
+LASTFM_USERS["paper"] = 992
+
+
+DAY = 86400.0
+# paper: each real graph's size, as the statistics tables print it (DyGLib, Yu et al. 2023, Table 7; linear_time
+# Table 3 and dyg_mamba Table 6 in params/published/published_values.csv; tests/unit/test_paper_standins.py checks
+# the two agree): nodes, sources (bipartite: users; the rest are items), edges, time span in seconds, and the
+# number of distinct steps of the discrete-time sets (clock: steps). Flights: DyGLib Table 7 (no paper prints it).
+PAPER_GRAPHS = {
+    "wikipedia": dict(nodes=9227, sources=8227, edges=157474, span=30 * DAY),
+    "reddit": dict(nodes=10984, sources=10000, edges=672447, span=30 * DAY),
+    "mooc": dict(nodes=7144, sources=7047, edges=411749, span=17 * 30 * DAY),
+    "lastfm": dict(nodes=1980, sources=980, edges=1293103, span=30 * DAY),
+    "enron": dict(nodes=184, edges=125235, span=3 * 365 * DAY),
+    "socialevo": dict(nodes=74, edges=2099519, span=8 * 30 * DAY),
+    "uci": dict(nodes=1899, edges=59835, span=196 * DAY),
+    "flights": dict(nodes=13169, edges=1927145, steps=122),
+    "canparl": dict(nodes=734, edges=74478, steps=14),
+    "uslegis": dict(nodes=225, edges=60396, steps=12),
+    "untrade": dict(nodes=255, edges=507497, steps=32),
+    "unvote": dict(nodes=201, edges=1035742, steps=72),
+    "contacts": dict(nodes=692, edges=2426279, span=30 * DAY),
+}
+# the JODIE originals are the same graphs
+PAPER_GRAPHS.update({f"jodie_{k}": PAPER_GRAPHS[k] for k in ("wikipedia", "reddit", "mooc", "lastfm")})
 
 
 def label_for(ds: Dataset) -> str:
@@ -304,7 +345,111 @@ def graph_csv_bytes(df: pd.DataFrame, jodie_header: bool = True) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def paper_graph(rng: np.random.Generator, size: dict, bipartite: bool, feat_dim: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """Edges u,i,ts,label and (E, feat_dim) float32 features of a graph of the real set's size, drawn vectorised.
+
+    The cost of a model depends on the size, the degrees and the time stamps, not on what is learnable, so
+    this is simpler than `synth_graph`: sources by log-normal activity, each with 8 favourite destinations
+    (80% of its edges) drawn by Zipf popularity, the rest by popularity; every id occurs among the first
+    edges (DyGLib's reindexing needs every id of each side); times uniform over the span (distinct to 0.1 s,
+    as the real sets' timestamps nearly are) or over `steps` steps; features as `edge_features`."""
+    n_edges, n = size["edges"], size["nodes"]
+    n_src = size["sources"] if bipartite else n
+    n_dst = n - n_src if bipartite else n
+    activity = rng.lognormal(0.0, 1.0, n_src)
+    popularity = 1.0 / np.arange(1, n_dst + 1)
+    popularity = (popularity / popularity.sum())[rng.permutation(n_dst)]
+    src = rng.choice(n_src, n_edges, p=activity / activity.sum())
+    favourites = rng.choice(n_dst, (n_src, 8), p=popularity)  # (n_src, 8)
+    dst = np.where(rng.uniform(size=n_edges) < 0.8, favourites[src, rng.integers(0, 8, n_edges)],
+                   rng.choice(n_dst, n_edges, p=popularity))
+    src[:n_src] = rng.permutation(n_src)
+    dst[:n_dst] = rng.permutation(n_dst)
+    if not bipartite:  # no self-loops
+        dst = np.where(dst == src, (dst + 1 + rng.integers(0, n - 1, n_edges)) % n, dst)
+    if "steps" in size:
+        t = np.sort(rng.integers(0, size["steps"], n_edges)).astype(np.float64)
+        t[:size["steps"]] = np.arange(size["steps"])  # every step occurs
+        t.sort()
+    else:
+        t = np.round(np.sort(rng.uniform(0, size["span"], n_edges)), 1)
+    df = pd.DataFrame({"u": src, "i": dst, "ts": t, "label": burst_labels(src, t)})
+    feats = np.zeros((n_edges, feat_dim), dtype=np.float32)
+    if feat_dim > 1 or "steps" in size:
+        z_src = rng.standard_normal((n_src, feat_dim), dtype=np.float32)
+        z_dst = rng.standard_normal((n_dst, feat_dim), dtype=np.float32)
+        for lo in range(0, n_edges, 100_000):  # in chunks: Reddit's 672k x 172 floats, one copy at a time
+            hi = min(lo + 100_000, n_edges)
+            feats[lo:hi] = (0.6 * z_dst[dst[lo:hi]] + 0.3 * z_src[src[lo:hi]]
+                            + 0.5 * rng.standard_normal((hi - lo, feat_dim), dtype=np.float32))
+    return df, feats
+
+
+def write_graph_csv(path: Path, df: pd.DataFrame, feats: np.ndarray) -> Path:
+    """The upstream raw CSV of `graph_csv_bytes`, written in chunks by pandas (millions of rows)."""
+    with open(path, "w") as fh:
+        fh.write("user_id,item_id,timestamp,state_label,comma_separated_list_of_features\n")
+        for lo in range(0, len(df), 200_000):
+            part = df.iloc[lo:lo + 200_000].reset_index(drop=True)
+            cols = pd.concat([part, pd.DataFrame(feats[lo:lo + 200_000].astype(np.float64)).round(4)], axis=1)
+            cols.to_csv(fh, header=False, index=False, float_format="%.6g")
+    return path
+
+
+def write_zip_files(path: Path, members: dict[str, Path]) -> Path:
+    """A stored (uncompressed) PKZIP of files on disk, streamed: the paper-size members do not fit in memory twice."""
+    central = []
+    with open(path, "wb") as out:
+        for name, src in members.items():
+            size = src.stat().st_size
+            if size >= 2**32:
+                raise ValueError(f"{src}: {size} bytes needs zip64, which write_zip_files does not write")
+            crc = 0
+            with open(src, "rb") as fh:
+                while chunk := fh.read(1 << 24):
+                    crc = zlib.crc32(chunk, crc)
+            fname, offset = name.encode(), out.tell()
+            out.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 0, 0, 0x5551, crc, size, size,
+                                  len(fname), 0) + fname)
+            with open(src, "rb") as fh:
+                while chunk := fh.read(1 << 24):
+                    out.write(chunk)
+            central.append(struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 0x0314, 20, 0, 0, 0, 0x5551, crc, size,
+                                       size, len(fname), 0, 0, 0, 0, 0o100644 << 16, offset) + fname)
+        cd_start = out.tell()
+        for c in central:
+            out.write(c)
+        out.write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(central), len(central),
+                              out.tell() - cd_start, cd_start, 0))
+    return path
+
+
+def _paper_ctdg(ds: Dataset, folder: Path, rng) -> dict[str, Path]:
+    """The real set's size in its upstream format: the raw CSV in the zip (preprocessed from it as the real
+    zip is), or the shipped ml_* files alone for the sets DyGLib ships only those of (copy_shipped)."""
+    if ds.name not in PAPER_GRAPHS:
+        raise ValueError(f"{ds.name}: no paper size in standins.PAPER_GRAPHS")
+    up, bipartite = ds.upstream_name, bool(ds.options.get("bipartite"))
+    df, feats = paper_graph(rng, PAPER_GRAPHS[ds.name], bipartite, EDGE_FEAT_DIM.get(up, 1))
+    (f,) = ds.files
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        csv = write_graph_csv(Path(tmp) / f"{up}.csv", df, feats)
+        del df, feats
+        if f.archive is None:  # JODIE original: a bare CSV
+            return {f.name: csv.replace(folder / f.name)}
+        if ds.options.get("copy_shipped"):
+            new, edge_feat, node_feat = ctdg.preprocess(csv, bipartite)
+            ctdg.write_dyglib_files(Path(tmp), up, new, edge_feat, node_feat)
+            csv.unlink()
+            members = {f"{up}/{name}": Path(tmp) / name for name in ctdg.dyglib_names(up).values()}
+        else:
+            members = {f"{up}/{up}.csv": csv}
+        return {f.name: write_zip_files(folder / f.name, members)}
+
+
 def _ctdg(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
+    if scale == "paper":
+        return _paper_ctdg(ds, folder, rng)
     up = ds.upstream_name
     size = GRAPH_SIZE[scale]
     steps = {"canparl": 14, "uslegis": 12, "untrade": 32, "unvote": 72, "flights": 122}.get(ds.name, 12)
@@ -381,7 +526,7 @@ def easytpp_records(seqs, K: int) -> list[dict]:
 
 def _tpp(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
     K = int(ds.options["num_event_types"])
-    size = TPP_SIZE[scale]
+    size = PAPER_TPP[ds.name] if scale == "paper" else TPP_SIZE[scale]
     params = hawkes_params(rng, K)
     out = {}
     for split in ("train", "dev", "test"):
@@ -396,7 +541,8 @@ def _tpp(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
 
 def _series(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
     loader = ds.options["loader"]
-    n_rows = SERIES_ROWS[loader][scale]
+    n_rows = PAPER_SERIES_ROWS.get(loader, PAPER_SERIES_ROWS.get(ds.name)) if scale == "paper" \
+        else SERIES_ROWS[loader][scale]
     n_vars = int(ds.options["n_vars"])
     freq = {"h": "h", "15min": "15min", "d": "D", "10min": "10min"}[ds.options.get("freq", "h")]
     dates = pd.date_range("2016-07-01", periods=n_rows, freq=freq)
@@ -476,7 +622,7 @@ def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
         return out
     if kind == "gatech_pkl":
         K = int(ds.options["num_event_types"])
-        size = TPP_SIZE[scale]
+        size = PAPER_TPP[ds.name] if scale == "paper" else TPP_SIZE[scale]
         params = hawkes_params(rng, K)
         for split in ("train", "dev", "test"):
             seqs = hawkes_sequences(rng, K, size[split], size["min_len"], size["max_len"], params)
@@ -503,7 +649,7 @@ def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
         for u in range(n_users):
             uid = f"user_{u + 1:06d}"
             profiles.append(f"{uid}\tm\t\tNowhere\tJan 1, 2008")
-            n = int(rng.integers(5, 40 if scale == "smoke" else 400))
+            n = int(rng.integers(5, {"smoke": 40, "offline": 400}.get(scale, 1000)))
             period = float(rng.choice([1800, 86400, 7 * 86400]))
             t = t0 + np.cumsum(rng.exponential(period, n)).astype(np.int64)
             tracks = rng.choice(n_tracks, n, p=popularity)

@@ -59,15 +59,29 @@ def run(config: dict, ctx) -> dict:
     amp = config.get("amp", "none")  # optional (absent from older configs, so their run ids stay)
     autocast(amp, device)  # refuse an unknown setting before the first epoch
 
-    def train_epoch(epoch: int) -> dict:
+    def train_epoch(epoch: int, cursor) -> dict:
         model.train()
-        model.backbone.set_graph(train_graph, neighbor_rng(TRAIN_NEIGHBOR_SEED))
+        neighbors = neighbor_rng(TRAIN_NEIGHBOR_SEED)
+        model.backbone.set_graph(train_graph, neighbors)
         # the training negatives of epoch e come from a stream seeded by (seed, e): a resumed run
         # draws exactly the negatives the uninterrupted run drew
         negatives.random_state = np.random.RandomState([seed, epoch])
         state.reset_state()  # DyGLib: fresh memory at the start of every epoch
         total = torch.zeros((), device=device, dtype=torch.float64)  # read back once, at the end of the epoch
-        for start in ctx.progress(range(0, len(train_idx), batch_size), desc=f"epoch {epoch}"):
+
+        def save() -> dict:  # what a stopped epoch carries to its resumption (memory: in the model's buffers)
+            return {"model": model.state_dict(), "neighbors": neighbors.get_state(),
+                    "negatives": negatives.random_state.get_state(), "total": total.clone().cpu()}
+
+        def load(saved: dict) -> None:
+            model.load_state_dict(saved["model"])
+            neighbors.set_state(saved["neighbors"])
+            negatives.random_state.set_state(saved["negatives"])
+            total.copy_(saved["total"])
+
+        starts = range(0, len(train_idx), batch_size)
+        for start in ctx.progress(cursor.batches(starts, save=save, load=load), desc=f"epoch {epoch}",
+                                  initial=cursor.start, total=len(starts)):
             b = train_idx[start:start + batch_size]
             src, dst, ts = data.src[b], data.dst[b], data.ts[b]
             neg_src, neg_dst = negatives.sample_for_batch(src, dst, ts)  # neg_src = src (DyGLib training)
@@ -92,7 +106,7 @@ def run(config: dict, ctx) -> dict:
     if trainable(model):
         result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor,
                      mode=MONITOR_MODE[monitor], max_epochs=int(config["max_epochs"]),
-                     patience=int(config["patience"]), ctx=ctx)
+                     patience=int(config["patience"]), ctx=ctx, mid_epoch=True)
     else:  # nothing to train (EdgeBank): evaluated as built, no epochs
         result = FitResult()
 
