@@ -316,11 +316,14 @@ def cmd_claims(args) -> int:
     path = claims.write(reg)
     verdicts = json.loads(path.read_text())
     for c in verdicts:
-        if c["verdict"] != claims.PENDING or args.all:
-            print(f"{c['paper']:18s} {c['id']:4s} {c['verdict']:24s} {c['detail'][:120]}")
+        if c["verdict"] in (claims.HOLDS, claims.FAILS) or args.all:
+            print(f"{c['paper']:18s} {c['id']:4s} {c['verdict']:24s} [{c['data']}] {c['detail'][:120]}")
+    for paper, t in claims.tally(verdicts).items():  # per paper: verdict counts, each with the data behind it
+        print(f"{paper:18s} {claims.tally_line(t)}")
     print(f"{path}: {sum(c['verdict'] == claims.HOLDS for c in verdicts)} hold, "
           f"{sum(c['verdict'] == claims.FAILS for c in verdicts)} fail, "
-          f"{sum(c['verdict'] == claims.PENDING for c in verdicts)} cannot be evaluated yet")
+          f"{sum(c['verdict'] == claims.PENDING for c in verdicts)} cannot be evaluated yet, "
+          f"{sum(c['verdict'] == claims.NEVER for c in verdicts)} never here")
     return 0
 
 
@@ -449,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", default="python3", help="Jupyter kernel name (default: python3)")
     p.add_argument("--quiet", action="store_true")
     p = add("claims", cmd_claims, "evaluate every checkable claim on the aggregated results", writes=True)
-    p.add_argument("--all", action="store_true", help="also list claims that cannot be evaluated yet")
+    p.add_argument("--all", action="store_true", help="also list claims that cannot be evaluated yet or never here")
     add("report", cmd_report, "write results/report/index.html", writes=True)
     p = add("status", cmd_status, "list runs whose records were made by other code or data (with the modules that "
                                   "changed), and count complete, missing and interrupted ones")

@@ -21,7 +21,44 @@ def test_published_and_reproduced_in_labelled_columns_with_delta():
     assert row[("UCI", "published")] == "95.41 ± 0.06"
     assert row[("UCI", "reproduced")] == "90.00 ± 1.00"
     assert row[("UCI", tables.DELTA)] == "-5.41"
-    assert row[("Enron", "reproduced")] == "" and row[("Enron", tables.DELTA)] == ""
+    assert row[("Enron", "reproduced")] == tables.NOT_REPRODUCED and row[("Enron", tables.DELTA)] == ""
+
+
+def test_no_delta_beside_a_stand_in_a_configuration_echo_or_a_row_not_comparable():
+    pub = frame([("Linear", "UCI", 95.41, 0.06), ("Sinusoidal", "UCI", 90.0, 0.1)])
+    rep = frame([("Linear", "UCI", 90.00, 1.00), ("Sinusoidal", "UCI", 80.0, 1.0)]).assign(data_kind="real", note="")
+    assert tables.comparison(pub, rep).loc[("TGAT", "Linear"), ("UCI", tables.DELTA)] == "-5.41"
+    standin = tables.comparison(pub, rep.assign(data_kind="standin"))
+    assert tables.DELTA not in {s for _, s in standin.columns}  # every row a stand-in: no delta column at all
+    mixed = tables.comparison(pub, rep.assign(data_kind=["real", "real+standin"]))
+    assert mixed.loc[("TGAT", "Linear"), ("UCI", tables.DELTA)] == "-5.41"
+    assert mixed.loc[("TGAT", "Sinusoidal"), ("UCI", tables.DELTA)] == ""
+    ranks = tables.comparison(pub, rep.assign(note=["", tables.NOT_COMPARABLE + ": ranks over 3 datasets, not 12"]))
+    assert ranks.loc[("TGAT", "Sinusoidal"), ("UCI", tables.DELTA)] == ""
+    assert tables.DELTA not in {s for _, s in tables.comparison(pub, rep, delta=False).columns}
+
+
+def test_every_rendering_states_scale_and_data_where_a_reader_sees_it():
+    pub = frame([("Linear", "UCI", 95.41, 0.06)])
+    rep = frame([("Linear", "UCI", 90.0, 1.0)]).assign(data_kind="standin", scale="offline", note="")
+    line = tables.provenance_line("offline", rep)
+    assert "scale offline" in line and "stand-in" in line and "No delta" in line
+    t = tables.comparison(pub, rep)
+    md, tex, htm = tables.to_markdown(t, line), tables.to_latex(t, "cap", line), tables.to_html(t, line)
+    assert md.startswith(f"_{line}_") and "<!--" not in md
+    assert r"\caption{cap. Reproduced at scale offline" in tex and "stand-ins" in tex
+    assert "tableline" in htm and "scale offline" in htm
+    real_cut = tables.provenance_line("offline", rep.assign(data_kind="real"))
+    real = tables.provenance_line("paper", rep.assign(data_kind="real", scale="paper"))
+    assert "real data below paper scale" in real_cut and "real data at paper scale" in real
+    assert "nothing reproduced" in tables.provenance_line("smoke", rep.iloc[:0])
+
+
+def test_many_notes_of_one_kind_are_summarised_in_one_line():
+    lines = [f"cell {i}" for i in range(19)]
+    out = tables.summarise(lines, "below EdgeBank")
+    assert out == ["below EdgeBank: 19 cells; the first 3: cell 0 · cell 1 · cell 2"]
+    assert tables.summarise(lines[:2], "x") == lines[:2]
 
 
 def test_without_reproduction_there_is_no_reproduced_column():

@@ -7,6 +7,10 @@ import html
 
 from timerepro.datakind import SEPARATOR, DataKind, parse
 
+FULL_SCALES = ("paper", "published")  # scales at which a real dataset's number is the paper's protocol, not a cut
+NO_CELLS = "no cells"
+WORD_ORDER = ("real", "real cut", "synthetic task", "synthetic task cut", "stand-in")
+
 WORDS = {DataKind.REAL: "real data", DataKind.PACKAGE_COPY: "package copy of the real data",
          DataKind.STANDIN: "synthetic stand-in (proves the pipeline, not the paper)",
          DataKind.SYNTHETIC_TASK: "the paper's own synthetic task"}
@@ -26,3 +30,24 @@ def merged(cells) -> str:
     (Here rather than in timerepro.datakind: that module is part of every run's code fingerprint.)"""
     kinds = set().union(*(parse(c) for c in cells))
     return SEPARATOR.join(k.value for k in DataKind if k in kinds)
+
+
+def data_word(kind_cell: str, scale: str) -> str:
+    """What one cell was computed on, in a reader's words: real, real cut (real data below paper scale), synthetic
+    task (the paper's own generator; `cut` below paper scale) or stand-in; NO_CELLS for an empty cell."""
+    kinds = parse(kind_cell)
+    if not kinds:
+        return NO_CELLS
+    if DataKind.STANDIN in kinds:
+        return "stand-in"
+    base = "synthetic task" if kinds == {DataKind.SYNTHETIC_TASK} else "real"
+    return base if str(scale) in FULL_SCALES else f"{base} cut"
+
+
+def data_words(cells) -> str:
+    """The words of every cell of a frame (`data_kind`, `scale`), joined: "real cut + stand-in"; NO_CELLS if none."""
+    if cells is None or len(cells) == 0 or "data_kind" not in cells.columns:
+        return NO_CELLS
+    scales = cells["scale"] if "scale" in cells.columns else [""] * len(cells)
+    words = {data_word(k, s) for k, s in zip(cells["data_kind"], scales)} - {NO_CELLS}
+    return " + ".join(w for w in WORD_ORDER if w in words) or NO_CELLS

@@ -39,9 +39,12 @@ def style(ax) -> None:
 
 
 def stamp(fig, meta: dict) -> None:
-    """The line under every figure: reproduced, at which scale, on which data."""
-    fig.text(0.99, -0.04, f"reproduced · scale={meta['scale']} · {meta['data']}", ha="right", va="bottom",
-             fontsize=7, color="#666666")
+    """The line under every figure: reproduced, at which scale, on which kind of data (real, real cut, stand-in)
+    and which data."""
+    words = meta.get("data_words") or meta.get("data_kind", "")
+    warn = " (proves the pipeline, not the paper)" if "stand-in" in words else ""
+    fig.text(0.99, -0.04, f"reproduced · scale={meta['scale']} · {words}{warn} · {meta['data']}", ha="right",
+             va="bottom", fontsize=7, color="#a4161a" if warn else "#666666")
 
 
 

@@ -13,7 +13,7 @@ from timerepro.io import atomic_write_text, read_json
 from timerepro.paths import results_dir
 from timerepro.registry import PAPERS, Registry
 
-from . import aggregate, badges, claims, cost_plan, published, staleness, suspects, tables
+from . import aggregate, badges, claims, cost_plan, published, render, staleness, suspects, tables
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -39,13 +39,51 @@ details summary{cursor:pointer;color:#16324f}
 .stale{background:#fde2e1;color:#a4161a}.stalenote{margin:6px 0;color:#a4161a}
 .art[data-stale] td.src-reproduced{background:#fdecea;text-decoration:underline wavy #a4161a}
 .suspect{color:#a4161a;font-size:12px}
+.tableline{font-size:12px;color:#16324f;margin:4px 0;font-style:italic}
+.verdicts td,.verdicts th{text-align:left;vertical-align:top;white-space:normal;padding:4px 8px}
+.verdicts .n{font-weight:700;font-size:14px}.verdicts a{margin-right:4px;font-size:11px}
+.neverhere{background:#ede7f6;color:#4527a0}.claim{margin:3px 0}.claim:target{background:#fff8c4}
 """ + badges.CSS
 
 
-def is_configuration(art: dict) -> bool:
-    """An artifact that prints settings, not results (params/<paper>.yaml `reproducible: configuration ...`,
-    e.g. hawkes_attention Tables 6-8): its runs make it, but it regenerates no measured number."""
-    return str(art.get("reproducible", "")).startswith("configuration")
+is_configuration = render.is_configuration  # settings, not results: one definition for the page and the tables
+
+
+VCLASS = {claims.HOLDS: "holds", claims.FAILS: "fails", claims.PENDING: "pending", claims.NEVER: "neverhere"}
+
+
+def claim_anchor(c: dict) -> str:
+    return f"{c['paper']}-claim-{c['id']}"
+
+
+def verdict_table(claim_list: list[dict]) -> str:
+    """The first screen: per paper, how many claims hold, fail, cannot be decided yet or never here, on which data
+    (real, real cut, stand-in, ...), each claim linked to its verdict."""
+    head = "".join(f"<th><span class='badge {VCLASS[v]}'>{html.escape(v)}</span></th>" for v in claims.VERDICTS)
+    rows = []
+    for paper, t in claims.tally(claim_list).items():
+        tds = []
+        for v in claims.VERDICTS:
+            mine = [c for c in claim_list if c["paper"] == paper and c["verdict"] == v]
+            kinds = "" if v == claims.NEVER else ", ".join(f"{k} {n}" for k, n in sorted(t["data"][v].items()))
+            links = "".join(f"<a href='#{claim_anchor(c)}' title='{html.escape(c['text'])}'>{c['id']}</a>" for c in mine)
+            tds.append(f"<td><span class='n'>{t[v]}</span> <span class='muted'>{html.escape(kinds)}</span><br>{links}</td>")
+        rows.append(f"<tr><th><a href='#{paper}-claims'>{html.escape(paper)}</a></th>{''.join(tds)}</tr>")
+    return (f"<table class='summary verdicts'><caption style='text-align:left;font-weight:600'>Claims per paper: the "
+            f"verdicts and the data behind them (real: real data at paper scale; real cut: real data below paper "
+            f"scale; stand-in: synthetic, proves the pipeline only)</caption><tr><th>paper</th>{head}</tr>"
+            f"{''.join(rows)}</table>")
+
+
+def claim_html(c: dict, anchor: bool = False) -> str:
+    """One verdict: its badge, the claim, the data and scale of the cells it read, the detail."""
+    where = (f"on {c.get('data', '')}" + (f" · scale {c['scale']}" if c.get("scale") else "")
+             + f" · {c.get('n_cells', 0)} cell(s) read")
+    ident = f" id='{claim_anchor(c)}'" if anchor else ""
+    link = "" if anchor else f" <a href='#{claim_anchor(c)}'>(all claims)</a>"
+    return (f"<div class='claim'{ident}><span class='badge {VCLASS.get(c['verdict'], 'pending')}'>{c['id']}: "
+            f"{html.escape(c['verdict'])}</span>{html.escape(c['text'])} <span class='muted'>[{html.escape(where)}] "
+            f"{html.escape(c['detail'])}</span>{link}</div>")
 
 
 def _status(art: dict, prov: dict | None) -> tuple[str, str]:
@@ -102,6 +140,10 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
         body.append(f"<p class='muted'>{html.escape(str(doc.get('authors') or ''))}"
                     + (f" · executed notebook: <a href='../notebooks/{paper}.ipynb'>notebooks/{paper}.ipynb</a>" if nb.is_file() else "")
                     + "</p>")
+        mine = [c for c in claim_list if c["paper"] == paper]
+        body.append(f"<details id='{paper}-claims' open><summary>claims of {html.escape(paper)}: "
+                    f"{html.escape(claims.tally_line(claims.tally(mine)[paper])) if mine else 'none'}</summary>"
+                    + "".join(claim_html(c, anchor=True) for c in mine) + "</details>")
         body.append(cost_plan.to_html(*cost_plan.table(reg, paper, scale, prov_all, results), paper))
         for art in doc["artifacts"]:
             aid = art["id"]
@@ -125,18 +167,16 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
             rep = suspects.mark(reproduced[reproduced["artifact"] == aid], below)
             if not pub.empty or not rep.empty:
                 note = "" if not pub.empty else " <span class='muted'>(the paper prints no numbers for this artifact: figure only)</span>"
+                line = tables.provenance_line(scale, rep, is_configuration(art))
                 parts.append(f"<details {'open' if not rep.empty else ''}><summary>numbers: published{' and reproduced' if not rep.empty else ''}{note}</summary>"
-                             + tables.to_html(tables.comparison(pub, rep)) + "</details>")
-                parts += [f"<div class='suspect'>{html.escape(n)}</div>" for n in suspects.notes(below, aid)]
+                             + tables.to_html(tables.comparison(pub, rep, delta=not is_configuration(art)), line) + "</details>")
+                parts += [f"<div class='suspect'>{html.escape(n)}</div>" for n in render.suspect_notes(below, aid)]
             for c in [c for c in claim_list if c["paper"] == paper and aid in c["artifact"].replace(" ", "").split(",")]:
-                vcls = {"holds": "holds", "fails": "fails"}.get(c["verdict"], "pending")
-                parts.append(f"<div><span class='badge {vcls}'>{c['id']}: {html.escape(c['verdict'])}</span>"
-                             f"{html.escape(c['text'])} <span class='muted'>{html.escape(c['detail'])}</span></div>")
+                parts.append(claim_html(c))
             if prov and prov.get("n_runs"):
                 parts.append(_provenance_html(prov, scale))
             parts.append("</div>")
             body.append("".join(parts))
-    verdicts = {v: sum(1 for c in claim_list if c["verdict"] == v) for v in (claims.HOLDS, claims.FAILS, claims.PENDING)}
     nav = " ".join(f"<a href='#{p}'>{p}</a>" for p in PAPERS)
     summary = (f"<table class='summary'><tr><th>artifacts</th><td>{n_art}</td></tr>"
                f"<tr><th>regenerated</th><td>{counts['regenerated']}</td></tr>"
@@ -144,12 +184,11 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
                f"<tr><th>partially regenerated</th><td>{counts['partial']}</td></tr>"
                f"<tr><th>planned / no runs yet</th><td>{counts['planned']}</td></tr><tr><th>diagrams</th><td>{counts['diagram']}</td></tr>"
                f"<tr><th>made by other code or data (stale)</th><td>{n_stale} artifact(s)</td></tr>"
-               f"<tr><th>below EdgeBank (suspect)</th><td>{n_suspect} cell(s)</td></tr>"
-               f"<tr><th>claims</th><td>{verdicts['holds']} hold · {verdicts['fails']} fail · {verdicts['cannot be evaluated yet']} cannot be evaluated yet</td></tr></table>")
+               f"<tr><th>below EdgeBank (suspect)</th><td>{n_suspect} cell(s)</td></tr></table>")
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>timerepro report ({html.escape(scale)})</title>"
             f"<style>{CSS}</style></head><body><header><h1>Reproduction report: how models encode time</h1>"
             f"<p>scale <b>{html.escape(scale)}</b> · generated {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}</p>"
             f"<p>Reproduced numbers come only from run records of this pipeline; published numbers come only from "
             f"params/published/published_values.csv and sit under <i>published</i> headings.</p></header>"
-            f"<main><nav>{nav}</nav>{summary}{''.join(body)}</main></body></html>")
+            f"<main>{verdict_table(claim_list)}<nav>{nav}</nav>{summary}{''.join(body)}</main></body></html>")
     return atomic_write_text(out_dir / "index.html", page)

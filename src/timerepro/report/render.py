@@ -12,6 +12,17 @@ from timerepro.registry import Registry
 from . import aggregate, badges, figures, published, staleness, suspects, tables
 
 
+def is_configuration(art: dict) -> bool:
+    """An artifact that prints settings, not results (params/<paper>.yaml `reproducible: configuration ...`,
+    e.g. hawkes_attention Tables 6-8): its runs make it, but it regenerates no measured number (so no delta)."""
+    return str(art.get("reproducible", "")).startswith("configuration")
+
+
+def suspect_notes(below, aid: str) -> list[str]:
+    """The cells of `aid` below EdgeBank, summarised in one line when there are more than a few."""
+    return tables.summarise(suspects.notes(below, aid), f"{suspects.MARK} {suspects.LABEL}")
+
+
 def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = None, fingerprints=None) -> dict:
     """Tables carry notes under them: numbers made by other code (staleness.py), cells below EdgeBank
     (suspects.py); `fingerprints` defaults to this checkout's code."""
@@ -29,7 +40,7 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
         pub = published.load(paper, aid)
         if art["status"] == "implemented" and not rep.empty:
             meta = {"scale": scale, "data": "; ".join(sorted(set(rep["data"]))),
-                    "data_kind": "; ".join(sorted(set(rep["data_kind"])))}
+                    "data_kind": "; ".join(sorted(set(rep["data_kind"]))), "data_words": badges.data_words(rep)}
             if art["kind"] == "figure" and art.get("render"):  # the name was checked when params/ loaded
                 fig = figures.RENDERERS[art["render"]](rep, meta)
                 paths = figures.save(fig, results / "figures" / paper / aid)
@@ -39,19 +50,22 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
             stem = results / "tables" / paper / aid
             caption = f"{paper} {aid}: {art['title']} (qualitative, as the paper states it)"
             note = art["qualitative"].get("note", "")
-            atomic_write_text(stem.with_suffix(".md"), f"<!-- {caption} -->\n" + tables.to_markdown(table) + f"\n{note}\n")
-            atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption))
+            line = "Stated in the paper, not measured: nothing here is reproduced."
+            atomic_write_text(stem.with_suffix(".md"), f"<!-- {caption} -->\n" + tables.to_markdown(table, line) + f"\n{note}\n")
+            atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption, line))
             entry["tables"] = [str(stem.with_suffix(ext).relative_to(results)) for ext in (".md", ".tex")]
         elif not rep.empty or not pub.empty:
-            table = tables.comparison(pub, rep)
+            configuration = is_configuration(art)
+            table = tables.comparison(pub, rep, delta=not configuration)
             stem = results / "tables" / paper / aid
             md = stem.with_suffix(".md")
             caption = f"{paper} {aid}: {art['title']}"
+            line = tables.provenance_line(scale, rep, configuration)
             kinds = badges.merged(list(rep["data_kind"]))
-            notes = suspects.notes(below, aid) + ([staleness.markdown_note(stale[aid], paper, scale)] if aid in stale else [])
+            notes = suspect_notes(below, aid) + ([staleness.markdown_note(stale[aid], paper, scale)] if aid in stale else [])
             atomic_write_text(md, f"<!-- {caption} | scale={scale}{f' | data_kind={kinds}' if kinds else ''} -->\n"
-                              + tables.to_markdown(table) + "".join(f"\n{n}\n" for n in notes))
-            atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption))
+                              + tables.to_markdown(table, line) + "".join(f"\n{n}\n" for n in notes))
+            atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption, line))
             entry["tables"] = [str(md.relative_to(results)), str(stem.with_suffix(".tex").relative_to(results))]
             entry["n_published"] = int(len(pub))
             entry["n_reproduced"] = int(len(rep))

@@ -1,19 +1,29 @@
-"""Comparison tables: reproduced beside published, with the difference, as Markdown and LaTeX.
+"""Comparison tables: reproduced beside published, with the difference, as Markdown, LaTeX and HTML.
 
 Columns are a two-level header (the paper's column, then `published` / `reproduced` / `delta`),
-so a published number can only ever sit under a `published` heading.
+so a published number can only ever sit under a `published` heading. A published cell without a reproduced
+one says `not reproduced`; a delta is printed only beside a reproduced number that measures what the paper's
+does: never beside a stand-in number, a configuration echo, or a row whose note starts with NOT_COMPARABLE
+(e.g. an average rank over another set of datasets). Every rendering carries `provenance_line` where a reader
+sees it (a line above the Markdown table, the LaTeX caption, a line above the HTML table).
 """
 
 from __future__ import annotations
 
+import html
 import math
 
 import pandas as pd
 
+from timerepro import datakind
+
+from . import badges
 from .published import KEY
 
 PUBLISHED, REPRODUCED, DELTA = "published", "reproduced", "delta (repro - pub)"
 NOT_YET = "not yet reproduced"
+NOT_REPRODUCED = "not reproduced"  # a published cell with no reproduced row at this scale
+NOT_COMPARABLE = "not comparable to the published value"  # a reproduced row's note prefix: no delta beside it
 
 
 def _fmt(mean, std=None, digits: int = 4) -> str:
@@ -37,15 +47,25 @@ def _order(values) -> list:
         return seen
 
 
-def comparison(published: pd.DataFrame, reproduced: pd.DataFrame) -> pd.DataFrame:
-    """One row per (row_group, row, metric), columns (paper column, source)."""
-    pub = published.assign(source=PUBLISHED, placeholder=False)
+def _comparable(reproduced: pd.DataFrame) -> list[bool]:
+    """Per reproduced row: may a delta sit beside it (not a stand-in number, not marked NOT_COMPARABLE)."""
+    kinds = reproduced["data_kind"] if "data_kind" in reproduced.columns else pd.Series("", index=reproduced.index)
+    notes = reproduced["note"] if "note" in reproduced.columns else pd.Series("", index=reproduced.index)
+    return [not datakind.proves_pipeline_only(k) and not str(n).startswith(NOT_COMPARABLE)
+            for k, n in zip(kinds, notes)]
+
+
+def comparison(published: pd.DataFrame, reproduced: pd.DataFrame, delta: bool = True) -> pd.DataFrame:
+    """One row per (row_group, row, metric), columns (paper column, source); `delta=False` for an artifact whose
+    reproduced rows echo its configuration (no difference to print)."""
+    pub = published.assign(source=PUBLISHED, placeholder=False, comparable=True)
     # an aggregator's placeholder: a reproduced row without a mean whose note starts with NOT_YET
     notes = reproduced["note"].astype(str) if "note" in reproduced.columns else pd.Series("", index=reproduced.index)
-    rep = reproduced.assign(source=REPRODUCED, placeholder=reproduced["mean"].isna() & notes.str.startswith(NOT_YET))
+    rep = reproduced.assign(source=REPRODUCED, placeholder=reproduced["mean"].isna() & notes.str.startswith(NOT_YET),
+                            comparable=_comparable(reproduced) if delta else False)
     if "mark" not in rep.columns:  # a flag appended to a reproduced cell (e.g. report/suspects.py), never to a published one
         rep = rep.assign(mark="")
-    cols = KEY + ["mean", "std", "source", "placeholder"]
+    cols = KEY + ["mean", "std", "source", "placeholder", "comparable"]
     both = pd.concat([pub[cols].assign(mark=""), rep[cols + ["mark"]]], ignore_index=True)
     if both.empty:
         return pd.DataFrame()
@@ -56,19 +76,29 @@ def comparison(published: pd.DataFrame, reproduced: pd.DataFrame) -> pd.DataFram
     index = ["row_group", "row", "metric"] if several else ["row_group", "row"]
     cells = both.pivot_table(index=index, columns=["column", "source"], values="cell", aggfunc="first", sort=False)
     # (rows whose means are all missing drop out of this pivot: reindex onto the cells' rows)
-    means = both.pivot_table(index=index, columns=["column", "source"], values="mean", aggfunc="first",
-                             sort=False).reindex(cells.index)
+    pivot = lambda v: both.pivot_table(index=index, columns=["column", "source"], values=v, aggfunc="first",
+                                       sort=False).reindex(cells.index)
+    means, comparable = pivot("mean"), both.assign(comparable=both["comparable"].astype(float)).pipe(
+        lambda b: b.pivot_table(index=index, columns=["column", "source"], values="comparable", aggfunc="min",
+                                sort=False).reindex(cells.index))
     has_rep, has_pub = not reproduced.empty, not published.empty
+    any_delta = has_rep and has_pub and bool(rep["comparable"].any())
+    if has_rep and has_pub:  # a published cell with no reproduced row says so in words
+        for col in _order(both["column"]):
+            if (col, PUBLISHED) in cells:
+                rep_col = cells[(col, REPRODUCED)] if (col, REPRODUCED) in cells else pd.Series(index=cells.index, dtype=object)
+                cells[(col, REPRODUCED)] = rep_col.where(~(rep_col.isna() & cells[(col, PUBLISHED)].notna()), NOT_REPRODUCED)
     cols = []
     for col in _order(both["column"]):
-        sources = ([PUBLISHED] if has_pub else []) + ([REPRODUCED] if has_rep else []) + ([DELTA] if has_rep and has_pub else [])
+        sources = ([PUBLISHED] if has_pub else []) + ([REPRODUCED] if has_rep else []) + ([DELTA] if any_delta else [])
         for src in sources:
             cols.append((col, src))
             if src == DELTA:
-                p = means.get((col, PUBLISHED))
-                r = means.get((col, REPRODUCED))
-                if p is not None and r is not None:
-                    cells[(col, DELTA)] = [_fmt(b - a) if pd.notna(a) and pd.notna(b) else "" for a, b in zip(p, r)]
+                p, r = means.get((col, PUBLISHED)), means.get((col, REPRODUCED))
+                ok = comparable.get((col, REPRODUCED))
+                if p is not None and r is not None and ok is not None:
+                    cells[(col, DELTA)] = [_fmt(b - a) if pd.notna(a) and pd.notna(b) and c == 1 else ""
+                                           for a, b, c in zip(p, r, ok)]
                 else:
                     cells[(col, DELTA)] = ""
             elif (col, src) not in cells:
@@ -78,18 +108,50 @@ def comparison(published: pd.DataFrame, reproduced: pd.DataFrame) -> pd.DataFram
     return table
 
 
-def to_markdown(table: pd.DataFrame) -> str:
+LINE_WORDS = {"real": "real data at paper scale", "real cut": "real data below paper scale (a cut)",
+              "synthetic task": "the paper's own synthetic task at paper scale",
+              "synthetic task cut": "the paper's own synthetic task below paper scale",
+              "stand-in": "synthetic stand-ins (they prove the pipeline, not the paper)"}
+
+
+def provenance_line(scale: str, reproduced: pd.DataFrame, configuration: bool = False) -> str:
+    """What the reproduced numbers of a table were computed on, at which scale, in words a reader sees."""
+    if reproduced.empty:
+        return f"Published values only: nothing reproduced at scale {scale}."
+    words = badges.data_words(reproduced).split(" + ")
+    kinds = badges.merged(list(reproduced["data_kind"])) if "data_kind" in reproduced.columns else ""
+    copy = " (some from a package copy of the real data)" if datakind.DataKind.PACKAGE_COPY in datakind.parse(kinds) else ""
+    line = f"Reproduced at scale {scale} on {' and '.join(LINE_WORDS.get(w, w) for w in words)}{copy}."
+    if configuration:
+        line += " Its reproduced rows echo the runs' settings: no delta."
+    elif "stand-in" in words:
+        line += " No delta beside a stand-in number."
+    return line
+
+
+def summarise(lines: list[str], what: str, shown: int = 3) -> list[str]:
+    """One line for many notes of one kind (e.g. cells below EdgeBank): their count and the first `shown`."""
+    if len(lines) <= shown:
+        return lines
+    return [f"{what}: {len(lines)} cells; the first {shown}: " + " · ".join(lines[:shown])]
+
+
+def to_markdown(table: pd.DataFrame, line: str = "") -> str:
+    """The table, with `line` (`provenance_line`) in italics above it."""
+    head = f"_{line}_\n\n" if line else ""
     if table.empty:
-        return "_no numbers_\n"
+        return head + "_no numbers_\n"
     heads = [" / ".join(i for i in table.index.names)] + [f"{c} ({s})" for c, s in table.columns]
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for idx, row in table.iterrows():
         label = " / ".join(str(i) for i in (idx if isinstance(idx, tuple) else (idx,)) if str(i))
         lines.append("| " + " | ".join([label] + [str(v) for v in row.to_list()]) + " |")
-    return "\n".join(lines) + "\n"
+    return head + "\n".join(lines) + "\n"
 
 
-def to_latex(table: pd.DataFrame, caption: str) -> str:
+def to_latex(table: pd.DataFrame, caption: str, line: str = "") -> str:
+    """A booktabs table whose caption carries `line` (`provenance_line`)."""
+    caption = f"{caption}. {line}" if line else caption
     if table.empty:
         return f"% {caption}: no numbers\n"
     esc = lambda s: str(s).replace("_", r"\_").replace("%", r"\%").replace("#", r"\#").replace("±", r"$\pm$").replace("&", r"\&").replace("†", r"\textdagger{}")
@@ -105,9 +167,11 @@ def to_latex(table: pd.DataFrame, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(table: pd.DataFrame) -> str:
+def to_html(table: pd.DataFrame, line: str = "") -> str:
+    """The table, with `line` (`provenance_line`) above it."""
+    head = f"<div class='tableline'>{html.escape(line)}</div>" if line else ""
     if table.empty:
-        return "<p class='muted'>no numbers</p>"
+        return head + "<p class='muted'>no numbers</p>"
     head1 = "".join(f"<th colspan='{n}'>{c}</th>" for c, n in _spans([c for c, _ in table.columns]))
     head2 = "".join(f"<th class='src-{s.split()[0]}'>{s}</th>" for _, s in table.columns)
     body = []
@@ -115,7 +179,7 @@ def to_html(table: pd.DataFrame) -> str:
         label = " / ".join(str(i) for i in (idx if isinstance(idx, tuple) else (idx,)) if str(i))
         tds = "".join(f"<td class='src-{s.split()[0]}'>{v}</td>" for (_, s), v in zip(table.columns, row.to_list()))
         body.append(f"<tr><th class='rowlabel'>{label}</th>{tds}</tr>")
-    return (f"<div class='tablewrap'><table><thead><tr><th rowspan='2'>row</th>{head1}</tr><tr>{head2}</tr></thead>"
+    return (f"{head}<div class='tablewrap'><table><thead><tr><th rowspan='2'>row</th>{head1}</tr><tr>{head2}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div>")
 
 
