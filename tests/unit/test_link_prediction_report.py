@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from timerepro.report import aggregate
+from timerepro.report import aggregate, published
 from timerepro.report import link_prediction as lp
 from timerepro.report.linear_time import ap_tables, attention_maps, costs, dimensions, node_classification, statistics
 from timerepro.report.claims import FAILS, HOLDS, PENDING
@@ -117,16 +117,33 @@ def _frame(cells, artifact="table1", metric="AP_random_NS_test"):
                          for (m, e, d), v in cells.items()])
 
 
+def _published(artifact, metric="AP_random_NS_test", change=None, drop=()):
+    """The paper's own cells of one table as reproduced rows (every cell a claim covers), with `change`
+    {(model, encoder, dataset): mean} applied and the `drop` cells removed."""
+    pub = published.load("linear_time", artifact)
+    pub = pub[pub["metric"] == metric].reset_index(drop=True)
+    for (m, e, d), v in (change or {}).items():
+        hit = (pub["row_group"] == m) & (pub["row"] == e) & (pub["column"] == d)
+        assert hit.any(), (m, e, d)
+        pub.loc[hit, "mean"] = v
+    for m, e, d in drop:
+        pub = pub[~((pub["row_group"] == m) & (pub["row"] == e) & (pub["column"] == d))]
+    return pub
+
+
 def test_most_wins_rule_holds_and_fails():
-    cells = {("TGAT", "Linear", "UCI"): 90, ("TGAT", "Sinusoidal", "UCI"): 80, ("TGAT", "Sinusoidal-scale", "UCI"): 70,
-             ("TGAT", "Linear", "Enron"): 90, ("TGAT", "Sinusoidal", "Enron"): 95, ("TGAT", "Sinusoidal-scale", "Enron"): 70,
-             ("DyGFormer", "Linear", "UCI"): 90, ("DyGFormer", "Sinusoidal", "UCI"): 80, ("DyGFormer", "Sinusoidal-scale", "UCI"): 70}
-    verdict, detail = ap_tables.linear_most_wins_random(_frame(cells))
-    assert verdict == HOLDS and "Linear 2" in detail
-    cells[("DyGFormer", "Sinusoidal", "UCI")] = 99
-    assert ap_tables.linear_most_wins_random(_frame(cells))[0] == FAILS
-    verdict, detail = ap_tables.scaling_hurts_on_uci(_frame(cells))
-    assert verdict == HOLDS and "TGAT" in detail
+    verdict, detail, read = ap_tables.linear_most_wins_random(_published("table1"))
+    assert verdict == HOLDS and "Linear 19" in detail and len(read) == 72
+    # linear loses every TGAT and DyGFormer cell: at most 12 of 24 left, not more than half
+    lose = {(m, "Linear", d): 1.0 for m in ("TGAT", "DyGFormer")
+            for d in ("UCI", "Wikipedia", "Enron", "Reddit", "LastFM", "US Legis")}
+    assert ap_tables.linear_most_wins_random(_published("table1", change=lose))[0] == FAILS
+    verdict, detail, _ = ap_tables.linear_most_wins_random(_published("table1", drop=[("TGAT", "Linear", "UCI")]))
+    assert verdict == PENDING and "TGAT / Linear / UCI" in detail
+    assert ap_tables.scaling_hurts_on_uci(_published("table1"))[0] == HOLDS
+    assert ap_tables.scaling_hurts_on_uci(_published("table1", change={("TGAT", "Sinusoidal-scale", "UCI"): 99.0}))[0] == FAILS
+    no_model = _published("table1", drop=[("DyGDecoder", "Sinusoidal-scale", "UCI")])
+    assert ap_tables.scaling_hurts_on_uci(no_model)[0] == PENDING  # every model, not the ones present
 
 
 def test_tgat_dimension_figures_derived_from_runs():
@@ -192,9 +209,12 @@ def test_node_classification_cells_and_claim():
     assert {(r["row_group"], r["row"]): round(r["mean"], 6) for r in rows} == {
         ("TGAT", "Linear"): 90.0, ("TGAT", "Sinusoidal"): 80.0, ("DyGFormer", "Linear"): 70.0, ("DyGFormer", "Sinusoidal"): 75.0}
     cells = {(r["row_group"], r["row"], r["column"]): r["mean"] for r in rows}
-    assert node_classification.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == HOLDS
-    cells[("DyGFormer", "Linear", "Wikipedia")] = 80.0
-    assert node_classification.node_classification_encoder_preference(_frame(cells, "table10", "AUROC_node_classification_test"))[0] == FAILS
+    rule = node_classification.node_classification_encoder_preference
+    t10 = lambda **kw: _published("table10", "AUROC_node_classification_test", **kw)
+    assert rule(t10(change=cells))[0] == HOLDS
+    assert rule(t10(change=cells | {("DyGFormer", "Linear", "Wikipedia"): 80.0}))[0] == FAILS
+    verdict, detail, _ = rule(_frame(cells, "table10", "AUROC_node_classification_test"))  # Wikipedia only
+    assert verdict == PENDING and "Reddit" in detail
 
 
 def test_cost_tables_are_the_only_rows_a_rerun_may_change():
@@ -212,111 +232,122 @@ def _two_encoders(values, a="Linear", b="Sinusoidal"):
 
 
 def test_gain_rules_c03_c07():
-    table1 = {("TGAT", "UCI"): (90, 75), ("TGAT", "Enron"): (80, 70), ("DyGFormer", "UCI"): (95, 95.3),
-              ("DyGFormer", "Enron"): (94, 93)}
-    verdict, detail = ap_tables.linear_largest_gains_tgat(_frame(_two_encoders(table1)))
-    assert verdict == HOLDS and "TGAT UCI +15.00" in detail
-    assert ap_tables.linear_largest_gains_tgat(_frame(_two_encoders(table1 | {("DyGFormer", "Enron"): (94, 80)})))[0] == FAILS
-    assert ap_tables.linear_largest_gains_tgat(_frame(_two_encoders(table1 | {("DyGFormer", "UCI"): (90, 95)})))[0] == FAILS
-    tgat_only = {k: v for k, v in table1.items() if k[0] == "TGAT"}
-    assert ap_tables.linear_largest_gains_tgat(_frame(_two_encoders(tgat_only)))[0] == PENDING
+    t1 = lambda **kw: _published("table1", **kw)
+    verdict, detail, _ = ap_tables.linear_largest_gains_tgat(t1())
+    assert verdict == HOLDS and "TGAT UCI +15.14" in detail
+    big_drop = {("DyGFormer", "Sinusoidal", "Enron"): 99.0}  # a drop of -5.7 > a tenth of the largest gain
+    assert ap_tables.linear_largest_gains_tgat(t1(change=big_drop))[0] == FAILS
+    other_top = {("DyGFormer", "Linear", "LastFM"): 99.9, ("DyGFormer", "Sinusoidal", "LastFM"): 50.0}  # a DyGFormer
+    # cell among the two largest gains
+    assert ap_tables.linear_largest_gains_tgat(t1(change=other_top))[0] == FAILS
+    assert ap_tables.linear_largest_gains_tgat(t1(drop=[("TGAT", "Sinusoidal", "UCI")]))[0] == PENDING
 
-    table2 = {("TGAT", "UCI"): (91, 69), ("TGAT", "Enron"): (80, 65), ("DyGFormer", "UCI"): (90, 83),
-              ("DyGFormer-separate", "Enron"): (90, 85)}
-    hist = lambda cells: _frame(_two_encoders(cells), "table2", "AP_historical_NS_test")
-    assert ap_tables.linear_largest_gains_historical(hist(table2))[0] == HOLDS
-    assert ap_tables.linear_largest_gains_historical(hist(table2 | {("DyGFormer-separate", "Enron"): (84, 85)}))[0] == FAILS
-    verdict, detail = ap_tables.linear_largest_gains_historical(hist({k: v for k, v in table2.items() if k[0] != "DyGFormer"}))
-    assert verdict == PENDING and "DyGFormer UCI" in detail
+    t2 = lambda **kw: _published("table2", "AP_historical_NS_test", **kw)
+    assert ap_tables.linear_largest_gains_historical(t2())[0] == HOLDS
+    assert ap_tables.linear_largest_gains_historical(t2(change={("DyGFormer-separate", "Linear", "Enron"): 1.0}))[0] == FAILS
+    # the largest gain of the DyGFormer variants must be DyGFormer UCI (+7.28)
+    decoder_top = {("DyGDecoder", "Linear", "LastFM"): 99.9, ("DyGDecoder", "Sinusoidal", "LastFM"): 85.0}
+    assert ap_tables.linear_largest_gains_historical(t2(change=decoder_top))[0] == FAILS
+    verdict, detail, _ = ap_tables.linear_largest_gains_historical(t2(drop=[("DyGFormer", "Linear", "UCI")]))
+    assert verdict == PENDING and "DyGFormer / Linear / UCI" in detail
 
 
 def test_historical_win_rules_c06_c08():
-    cells = {}
-    for m in ap_tables.FOUR_MODELS:
-        for d in ("UCI", "Wikipedia", "Enron", "US Legis"):
-            lin = 90.0 if d != "US Legis" or m == "DyGFormer-separate" else 70.0
-            cells |= {(m, "Linear", d): lin, (m, "Sinusoidal", d): 80.0, (m, "Sinusoidal-scale", d): 75.0}
-    hist = lambda c: _frame(c, "table2", "AP_historical_NS_test")
-    assert ap_tables.linear_best_historical_uci_wikipedia_enron(hist(cells))[0] == HOLDS
-    assert ap_tables.linear_wins_us_legis_only_dygformer_separate(hist(cells))[0] == HOLDS
-    verdict, detail = ap_tables.linear_best_historical_uci_wikipedia_enron(hist(cells | {("TGAT", "Linear", "Wikipedia"): 79.0}))
+    t2 = lambda **kw: _published("table2", "AP_historical_NS_test", **kw)
+    assert ap_tables.linear_best_historical_uci_wikipedia_enron(t2())[0] == HOLDS
+    assert ap_tables.linear_wins_us_legis_only_dygformer_separate(t2())[0] == HOLDS
+    verdict, detail, _ = ap_tables.linear_best_historical_uci_wikipedia_enron(t2(change={("TGAT", "Linear", "Wikipedia"): 1.0}))
     assert verdict == FAILS and "TGAT Wikipedia" in detail
-    assert ap_tables.linear_wins_us_legis_only_dygformer_separate(hist(cells | {("TGAT", "Linear", "US Legis"): 80.001}))[0] == FAILS
-    no_decoder = {k: v for k, v in cells.items() if k[0] != "DyGDecoder"}
-    verdict, detail = ap_tables.linear_wins_us_legis_only_dygformer_separate(hist(no_decoder))
+    assert ap_tables.linear_wins_us_legis_only_dygformer_separate(t2(change={("TGAT", "Linear", "US Legis"): 99.0}))[0] == FAILS
+    verdict, detail, _ = ap_tables.linear_wins_us_legis_only_dygformer_separate(t2(drop=[("DyGDecoder", "Linear", "US Legis")]))
     assert verdict == PENDING and "DyGDecoder" in detail
-    us_only = {k: v for k, v in cells.items() if k[2] == "US Legis"}
-    assert ap_tables.linear_best_historical_uci_wikipedia_enron(hist(us_only))[0] == PENDING
+    assert ap_tables.linear_best_historical_uci_wikipedia_enron(t2(drop=[("TGAT", "Sinusoidal", "Enron")]))[0] == PENDING
+
+
+def _table4(cells):
+    """Table 4's 24 cells with every cell tied at 80 but `cells` {(model, dataset): (cosine, sine-cosine)}."""
+    pub = _published("table4")
+    tied = {(m, e, d): 80.0 for m, e, d in pub[["row_group", "row", "column"]].itertuples(index=False)}
+    return _published("table4", change=tied | _two_encoders(cells, "Cosine", "Sine-cosine"))
 
 
 def test_cosine_vs_sine_cosine_sign_test_c09():
     assert ap_tables._sign_test(9, 21) > 0.5 and ap_tables._sign_test(9, 9) < 0.01 and ap_tables._sign_test(0, 0) == 1.0
-    mixed = {("TGAT", f"D{i}"): (80.0 + (i % 2), 80.0 + ((i + 1) % 2)) for i in range(8)} | {("TGAT", "D8"): (80.001, 80.0)}
-    table4 = lambda c: _frame(_two_encoders(c, "Cosine", "Sine-cosine"), "table4")
-    verdict, detail = ap_tables.cosine_sine_cosine_no_difference(table4(mixed))
-    assert verdict == HOLDS and "ties in 1" in detail
-    assert ap_tables.cosine_sine_cosine_no_difference(table4({k: (81.0, 80.0) for k in mixed}))[0] == FAILS
-    assert ap_tables.cosine_sine_cosine_no_difference(_frame({("TGAT", "Cosine", "UCI"): 80.0}, "table4"))[0] == PENDING
+    assert ap_tables.cosine_sine_cosine_no_difference(_published("table4"))[0] == HOLDS
+    datasets = ("UCI", "Wikipedia", "Enron", "Reddit", "LastFM", "US Legis")
+    mixed = {("TGAT", d): (81.0, 80.0) if i % 2 else (80.0, 81.0) for i, d in enumerate(datasets)}
+    mixed |= {("DyGFormer", d): (81.0, 80.0) if i % 2 else (80.0, 81.0) for i, d in enumerate(datasets)}
+    verdict, detail, _ = ap_tables.cosine_sine_cosine_no_difference(_table4(mixed))
+    assert verdict == HOLDS and "ties in 12" in detail
+    lopsided = {k: (81.0, 80.0) for k in mixed}
+    assert ap_tables.cosine_sine_cosine_no_difference(_table4(lopsided))[0] == FAILS
+    assert ap_tables.cosine_sine_cosine_no_difference(_published("table4", drop=[("TGAT", "Cosine", "UCI")]))[0] == PENDING
 
 
 def test_c09_cannot_hold_by_construction_with_five_or_fewer_non_tied_cells():
     """A sign test over <= 5 cells never rejects at 5%: the rule says so (PENDING) instead of holding; 6 can fail."""
     assert ap_tables.MIN_SIGN_TEST_CELLS == 6 and ap_tables._sign_test(0, 5) >= 0.05 > ap_tables._sign_test(0, 6)
-    table4 = lambda c: _frame(_two_encoders(c, "Cosine", "Sine-cosine"), "table4")
-    lopsided = {("TGAT", f"D{i}"): (81.0, 80.0) for i in range(5)} | {("TGAT", "tie"): (80.0, 80.0)}
-    verdict, detail = ap_tables.cosine_sine_cosine_no_difference(table4(lopsided))
+    lopsided = {("TGAT", d): (81.0, 80.0) for d in ("UCI", "Wikipedia", "Enron", "Reddit", "LastFM")}
+    verdict, detail, _ = ap_tables.cosine_sine_cosine_no_difference(_table4(lopsided))
     assert verdict == PENDING and "5 non-tied cells" in detail and "cannot fail" in detail
-    assert ap_tables.cosine_sine_cosine_no_difference(table4(lopsided | {("DyGFormer", "D0"): (81.0, 80.0)}))[0] == FAILS
+    assert ap_tables.cosine_sine_cosine_no_difference(_table4(lopsided | {("DyGFormer", "UCI"): (81.0, 80.0)}))[0] == FAILS
 
 
 def test_time_vs_position_c10_and_tgn_cawn_c12():
-    table6 = {("TGAT", "UCI"): (80, 79), ("TGAT", "Enron"): (72, 65), ("TGAT", "Reddit"): (98.55, 98.63),
-              ("DyGFormer", "UCI"): (96, 95.9), ("DyGFormer", "Reddit"): (99.2, 99.19)}
-    t6 = lambda c: _frame(_two_encoders(c, "Time", "Position"), "table6")
-    assert ap_tables.time_beats_position_mostly(t6(table6))[0] == HOLDS
-    assert ap_tables.time_beats_position_mostly(t6(table6 | {("TGAT", "Reddit"): (98, 90)}))[0] == FAILS
-    assert ap_tables.time_beats_position_mostly(t6({k: (v[1], v[0]) for k, v in table6.items()}))[0] == FAILS
-    no_reddit = {k: v for k, v in table6.items() if k[1] != "Reddit"}
-    verdict, detail = ap_tables.time_beats_position_mostly(t6(no_reddit))
+    t6 = lambda **kw: _published("table6", **kw)
+    verdict, detail, _ = ap_tables.time_beats_position_mostly(t6())
+    assert verdict == HOLDS and "TGAT 0.08" in detail
+    # Reddit changes by more than 0.1 AP: the second half of the claim fails though time still wins most cells
+    assert ap_tables.time_beats_position_mostly(t6(change={("TGAT", "Position", "Reddit"): 97.0}))[0] == FAILS
+    pub = t6()
+    swapped = pub.assign(row=pub["row"].map({"Time": "Position", "Position": "Time"}))
+    assert ap_tables.time_beats_position_mostly(swapped)[0] == FAILS
+    verdict, detail, _ = ap_tables.time_beats_position_mostly(t6(drop=[("TGAT", "Position", "Reddit")]))
     assert verdict == PENDING and "Reddit" in detail
 
-    table9 = {(m, d): (90, 85) for m in ("TGN", "CAWN") for d in ("UCI", "Enron")} | {("CAWN", "Reddit"): (99.1, 99.12)}
-    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(table9), "table9"))[0] == HOLDS
-    worse = {k: (v[1], v[0]) for k, v in table9.items()}
-    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(worse), "table9"))[0] == FAILS
-    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(_frame(_two_encoders(table9), "table1"))[0] == PENDING
+    t9 = lambda **kw: _published("table9", **kw)
+    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(t9())[0] == HOLDS
+    pub = t9()
+    worse = pub.assign(row=pub["row"].map({"Linear": "Sinusoidal", "Sinusoidal": "Linear"}))
+    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(worse)[0] == FAILS
+    assert ap_tables.linear_beats_sinusoidal_tgn_cawn(t9().assign(artifact="table1"))[0] == PENDING
 
 
 def test_cost_rule_c11_uses_the_memory_metric_present():
-    faster = {("TGAT", "UCI"): (29.8, 30.2), ("TGAT", "Enron"): (65.4, 65.9), ("DyGDecoder", "UCI"): (25.0, 24.0)}
-    time = _frame(_two_encoders(faster), "table7", aggregate.TIME_PER_EPOCH)
-    rss = _frame(_two_encoders(faster), "table8", aggregate.PEAK_RSS)
-    verdict, detail = costs.linear_cheaper_mostly(pd.concat([time, rss]))
-    assert verdict == HOLDS and aggregate.PEAK_RSS in detail and "2 of 3" in detail
-    gpu = _frame(_two_encoders({k: (v[1], v[0]) for k, v in faster.items()}), "table8", aggregate.PEAK_GPU)
-    verdict, detail = costs.linear_cheaper_mostly(pd.concat([time, rss, gpu]))
+    time = _published("table7", aggregate.TIME_PER_EPOCH)
+    gpu = _published("table8", aggregate.PEAK_GPU)
+    rss = gpu.assign(metric=aggregate.PEAK_RSS)
+    verdict, detail, _ = costs.linear_cheaper_mostly(pd.concat([time, rss]))
+    assert verdict == HOLDS and aggregate.PEAK_RSS in detail and "23 of 24" in detail
+    swap = lambda t: t.assign(row=t["row"].map({"Linear": "Sinusoidal", "Sinusoidal": "Linear"}))
+    verdict, detail, _ = costs.linear_cheaper_mostly(pd.concat([time, rss, swap(gpu)]))
     assert verdict == FAILS and aggregate.PEAK_GPU in detail
     assert costs.linear_cheaper_mostly(time)[0] == PENDING
+    assert costs.linear_cheaper_mostly(pd.concat([time.iloc[1:], rss]))[0] == PENDING
 
 
 def test_dimension_rules_c14_c15_on_aggregated_runs():
-    def fig5(enron_linear_dt2):
+    def fig5(enron_linear_dt2, reddit_linear_dt2=0.79, small_params=600, datasets=("uci", "wikipedia", "enron",
+                                                                                  "reddit", "lastfm", "uslegis")):
         records = []
-        for ds in ("uci", "enron", "reddit"):
+        for ds in datasets:
             records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.80, params=1000, d_T=100, exp="lp_tgat_dim"))
             records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=0.85, params=1000, d_T=100, exp="lp_tgat_dim"))
-            records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.70, params=600, d_T=2, exp="lp_tgat_dim"))
-            lin2 = {"uci": 0.84, "enron": enron_linear_dt2, "reddit": 0.79}[ds]
-            records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=lin2, params=600, d_T=2, exp="lp_tgat_dim"))
+            records.append(_rec("tgat", "cosine", ds, 0.1, 0, val=0.5, test=0.70, params=small_params, d_T=2, exp="lp_tgat_dim"))
+            lin2 = {"enron": enron_linear_dt2, "reddit": reddit_linear_dt2}.get(ds, 0.84)
+            records.append(_rec("tgat", "linear", ds, 0.1, 0, val=0.5, test=lin2, params=small_params, d_T=2, exp="lp_tgat_dim"))
         rows = dimensions.lp_tgat_dim(records)
         return pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} | {"artifact": "fig5"} for r in rows])
 
     good, bad = fig5(0.83), fig5(0.60)
     assert dimensions.sinusoidal_drops_more_reducing_dT(good)[0] == HOLDS
     verdict, detail = dimensions.tiny_linear_beats_full_sinusoidal(good)
-    assert verdict == HOLDS and "2 of 2" in detail and "40%" in detail
+    assert verdict == HOLDS and "5 of 5" in detail and "40%" in detail
     assert dimensions.sinusoidal_drops_more_reducing_dT(bad)[0] == FAILS
     assert dimensions.tiny_linear_beats_full_sinusoidal(bad)[0] == FAILS
+    assert dimensions.tiny_linear_beats_full_sinusoidal(fig5(0.83, reddit_linear_dt2=0.9))[0] == FAILS  # no exception
+    assert dimensions.tiny_linear_beats_full_sinusoidal(fig5(0.83, small_params=900))[0] == FAILS  # saves 10%, not 43%
+    assert dimensions.tiny_linear_beats_full_sinusoidal(fig5(0.83, datasets=("uci", "enron", "reddit")))[0] == PENDING
     assert dimensions.sinusoidal_drops_more_reducing_dT(good[good["row"] != "Linear"])[0] == PENDING
     assert dimensions.tiny_linear_beats_full_sinusoidal(good[good["row_group"] != "TGAT d_T=2"])[0] == PENDING
 

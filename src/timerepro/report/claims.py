@@ -81,6 +81,23 @@ def missing_cells(read: pd.DataFrame, expected: pd.DataFrame, keys=("row_group",
     return [" / ".join(k) for k in want if k not in have]
 
 
+def covered(df: pd.DataFrame, paper: str, artifact: str, metric: str, *, row_groups=None, rows=None,
+            columns=None) -> tuple[pd.DataFrame, list[str]]:
+    """The reproduced cells of one table a claim covers (optionally some row groups, rows, columns) and the published
+    cells among them that have no reproduced number: only the keys of the published rows are read, never a value."""
+    from . import published  # the published file names the cells a claim about a printed table covers
+
+    def pick(t: pd.DataFrame) -> pd.DataFrame:
+        t = t[(t["artifact"] == artifact) & (t["metric"] == metric)]
+        for col, allowed in (("row_group", row_groups), ("row", rows), ("column", columns)):
+            if allowed is not None:
+                t = t[t[col].isin(list(allowed))]
+        return t
+
+    read = pick(df).dropna(subset=["mean"]) if not df.empty else df
+    return read, missing_cells(read, pick(published.load(paper)))
+
+
 def incomplete(missing: list[str], what: str, shown: int = 4) -> str:
     """The detail of a verdict withheld for missing cells."""
     more = f" and {len(missing) - shown} more" if len(missing) > shown else ""

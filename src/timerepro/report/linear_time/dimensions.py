@@ -131,23 +131,30 @@ def _fig5_value(df: pd.DataFrame, metric: str) -> pd.Series:
     return df[(df["artifact"] == "fig5") & (df["metric"] == metric)]["mean"]
 
 
+SAVING_TOLERANCE = 5.0  # percentage points around the published parameter saving (43%): a count, not a measurement
+
+
 @rule("tiny_linear_beats_full_sinusoidal")
 def tiny_linear_beats_full_sinusoidal(df: pd.DataFrame) -> tuple[str, str]:
-    """c15: TGAT with linear d_T=2 has a higher AP than sinusoidal d_T=100 on every reproduced dataset but Reddit
-    (either way there), with fewer parameters."""
+    """c15: TGAT with linear d_T=2 has a higher AP than sinusoidal d_T=100 on every dataset but Reddit (the
+    published count of them), Reddit is the exception, and it saves about 43% of the parameters."""
     lin, sin = _ap_at(df, "fig5", "TGAT d_T=2", "Linear"), _ap_at(df, "fig5", "TGAT d_T=100", "Sinusoidal")
     saving = _fig5_value(df, "param_saving_pct_vs_dT100")
-    both = [ds for ds in lin.index if ds in sin.index and ds != "Reddit"]
-    if not both or saving.empty:
-        return PENDING, "fig5 needs linear d_T=2 and sinusoidal d_T=100 on a dataset other than Reddit"
-    lost = [ds for ds in both if not lin[ds] > sin[ds]]
-    ok = not lost and saving.iloc[0] > 0
     pub = published.load(PAPER)
+    n_pub, pub_saving = (_fig5_value(pub, m).iloc[0] for m in ("n_datasets_linear_dT2_higher_AP", "param_saving_pct_vs_dT100"))
+    both = [ds for ds in lin.index if ds in sin.index and ds != "Reddit"]
+    if len(both) < n_pub or "Reddit" not in lin.index or "Reddit" not in sin.index or saving.empty:
+        return PENDING, (f"fig5 needs linear d_T=2 and sinusoidal d_T=100 on Reddit and {n_pub:.0f} other datasets "
+                         f"(has {len(both)}{' and Reddit' if 'Reddit' in lin.index and 'Reddit' in sin.index else ''}) "
+                         "and the parameter saving")
+    lost = [ds for ds in both if not lin[ds] > sin[ds]]
+    reddit_exception = not lin["Reddit"] > sin["Reddit"]
+    ok = not lost and reddit_exception and abs(saving.iloc[0] - pub_saving) <= SAVING_TOLERANCE
     return (HOLDS if ok else FAILS), (f"linear d_T=2 above sinusoidal d_T=100 on {len(both) - len(lost)} of {len(both)} "
                                       f"datasets other than Reddit{' (not ' + ', '.join(lost) + ')' if lost else ''}; "
-                                      f"parameters saved {saving.iloc[0]:.0f}% (published "
-                                      f"{_fig5_value(pub, 'n_datasets_linear_dT2_higher_AP').iloc[0]:.0f} datasets, "
-                                      f"{_fig5_value(pub, 'param_saving_pct_vs_dT100').iloc[0]:.0f}%)")
+                                      f"Reddit {'is' if reddit_exception else 'is NOT'} the exception; parameters saved "
+                                      f"{saving.iloc[0]:.0f}% (published {n_pub:.0f} datasets, {pub_saving:.0f}%; holds "
+                                      f"within {SAVING_TOLERANCE:.0f} points)")
 
 
 @rule("dtc_reduction_pattern")

@@ -11,7 +11,7 @@ from timerepro import metric_keys as mk
 from timerepro.names import ENCODER_LABELS, MODEL_LABELS, dataset_label
 
 from ..aggregate import aggregator
-from ..claims import FAILS, HOLDS, PENDING, rule
+from ..claims import FAILS, HOLDS, PENDING, covered, incomplete, rule
 from ..link_prediction import cells
 from . import PAPER
 
@@ -33,12 +33,16 @@ def nc_auc(records: list[dict]) -> list[dict]:
 
 
 @rule("node_classification_encoder_preference")
-def node_classification_encoder_preference(df: pd.DataFrame) -> tuple[str, str]:
-    """c13: TGAT better with linear, DyGFormer better with sinusoidal, on both datasets."""
-    table = cells(df, "table10", "AUROC_node_classification_test")
+def node_classification_encoder_preference(df: pd.DataFrame):
+    """c13: TGAT better with linear, DyGFormer better with sinusoidal, on both datasets (all four cells)."""
+    read, missing = covered(df, PAPER, "table10", "AUROC_node_classification_test", rows=("Linear", "Sinusoidal"),
+                            row_groups=("TGAT", "DyGFormer"))
+    if missing:
+        return PENDING, incomplete(missing, "table10"), read
+    table = cells(read, "table10", "AUROC_node_classification_test")
     want = {"TGAT": ("Linear", "Sinusoidal"), "DyGFormer": ("Sinusoidal", "Linear")}
     if table.empty or not {"Linear", "Sinusoidal"} <= set(table.columns):
-        return PENDING, "table10 needs linear and sinusoidal runs"
+        return PENDING, "table10 needs linear and sinusoidal runs", read
     parts, ok = [], True
     for (model, ds), row in table.iterrows():
         if model not in want or row[["Linear", "Sinusoidal"]].isna().any():
@@ -48,5 +52,5 @@ def node_classification_encoder_preference(df: pd.DataFrame) -> tuple[str, str]:
         ok &= good
         parts.append(f"{model} {ds}: linear {row['Linear']:.2f} vs sinusoidal {row['Sinusoidal']:.2f}" + ("" if good else " (not as claimed)"))
     if not parts:
-        return PENDING, "table10 has no TGAT or DyGFormer cells with both encoders"
-    return (HOLDS if ok else FAILS), "; ".join(parts)
+        return PENDING, "table10 has no TGAT or DyGFormer cells with both encoders", read
+    return (HOLDS if ok else FAILS), "; ".join(parts), read

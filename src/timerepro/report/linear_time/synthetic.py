@@ -55,31 +55,34 @@ def seqcls_attention(records: list[dict]) -> list[dict]:
 
 
 @rule("linear_not_worse_at_min_dim")
-def linear_not_worse_at_min_dim(df: pd.DataFrame) -> tuple[str, str]:
-    """c17: at the smallest d_T, linear >= both sinusoidal variants in every panel."""
-    fig = df[(df["artifact"] == "fig2") & (df["metric"] == "test_accuracy")]
+def linear_not_worse_at_min_dim(df: pd.DataFrame):
+    """c17: at the smallest d_T, linear >= both sinusoidal variants in every one of the four panels."""
+    fig = df[(df["artifact"] == "fig2") & (df["metric"] == "test_accuracy")].dropna(subset=["mean"])
     if fig.empty:
         return PENDING, "fig2 has no reproduced runs at this scale"
+    absent = [p for p in PANELS if p not in set(fig["row_group"])]
+    if absent:
+        return PENDING, f"fig2 lacks the panel(s) {', '.join(absent)}", fig
     details, ok = [], True
     for panel, g in fig.groupby("row_group"):
         dmin = min(g["column"].astype(int))
         at = g[g["column"].astype(int) == dmin].set_index("row")["mean"]
-        if "Linear" not in at or len(at) < 2:
-            return PENDING, f"{panel}: not every encoder was run at d_T={dmin}"
+        if "Linear" not in at or len(at) < 3:
+            return PENDING, f"{panel}: not every encoder was run at d_T={dmin}", fig
         others = at.drop("Linear")
         good = bool((at["Linear"] >= others).all())
         ok &= good
         details.append(f"{panel} d_T={dmin}: linear {at['Linear']:.3f} vs " + ", ".join(f"{k.lower()} {v:.3f}" for k, v in others.items()) + (" ok" if good else " NOT >="))
-    return (HOLDS if ok else FAILS), "; ".join(details)
+    return (HOLDS if ok else FAILS), "; ".join(details), fig
 
 
 @rule("attention_closer_at_larger_dim")
-def attention_closer_at_larger_dim(df: pd.DataFrame) -> tuple[str, str]:
+def attention_closer_at_larger_dim(df: pd.DataFrame):
     """c18: L1(learned, true) smaller at d_T=8 than d_T=2, and learned rises with m."""
-    fig = df[(df["artifact"] == "fig3") & (df["metric"] == "attention_score")]
+    fig = df[(df["artifact"] == "fig3") & (df["metric"] == "attention_score")].dropna(subset=["mean"])
     groups = {g: sub for g, sub in fig.groupby("row_group")}
     if not {"d_T=2", "d_T=8"} <= set(groups):
-        return PENDING, "fig3 needs both d_T=2 and d_T=8 runs"
+        return PENDING, "fig3 needs both d_T=2 and d_T=8 runs", fig
 
     def curve(g, row):
         sub = groups[g][groups[g]["row"] == row]
@@ -90,7 +93,7 @@ def attention_closer_at_larger_dim(df: pd.DataFrame) -> tuple[str, str]:
     ok = l1["d_T=8"] < l1["d_T=2"] and all(rising.values())
     detail = (f"L1 to true: d_T=2 {l1['d_T=2']:.4f}, d_T=8 {l1['d_T=8']:.4f}; "
               f"learned increasing in m: d_T=2 {rising['d_T=2']}, d_T=8 {rising['d_T=8']}")
-    return (HOLDS if ok else FAILS), detail
+    return (HOLDS if ok else FAILS), detail, fig
 
 
 @renderer("accuracy_vs_dim")
