@@ -153,7 +153,8 @@ def test_claims_need_baselines_and_judge_reproduced_numbers():
     assert tpp.ours_best_rmse_three(ours_only)[0] == claims.PENDING
     with_thp = frame([("table2", "Ours", d, tpp.RMSE, 0.3, 0, 2) for d in tpp.DATASETS]
                      + [("table2", "THP", d, tpp.RMSE, 0.35 if d != "Amazon" else 0.2, 0, 2) for d in tpp.DATASETS])
-    verdict, detail = tpp.ours_rmse_below_thp(with_thp)
+    verdict, detail, read = tpp.ours_rmse_below_thp(with_thp)
+    assert set(read["row"]) == {"Ours", "THP"} and "Taobao" not in set(read["column"])  # the cells c01 covers
     assert verdict == claims.FAILS and "Amazon: Ours 0.3 vs THP 0.2 NOT lower" in detail
     best = frame([("table3", "Ours", d, tpp.ERR, 10.0, 0, 2) for d in tpp.DATASETS]
                  + [("table3", b, d, tpp.ERR, 10.0 if b == "NHP" else 20.0, 0, 2)

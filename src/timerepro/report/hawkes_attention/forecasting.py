@@ -17,7 +17,7 @@ from timerepro.names import dataset_label
 
 from .. import published
 from ..aggregate import aggregator
-from ..claims import FAILS, HOLDS, PENDING, on_standins, rule, withheld_on_standins
+from ..claims import FAILS, HOLDS, PENDING, rule
 from . import PAPER
 
 ARTIFACT = "table9"
@@ -98,10 +98,11 @@ def forecasting_table9(records: list[dict]) -> list[dict]:
     return rows
 
 
-def _verdict(df: pd.DataFrame, group: str, ok: bool, detail: str) -> tuple[str, str]:
-    """The verdict on one dataset's rows, withheld when they come from a stand-in of that dataset."""
-    verdict = HOLDS if ok else FAILS
-    return withheld_on_standins(verdict, detail) if on_standins(df, ARTIFACT, group) else (verdict, detail)
+def _verdict(df: pd.DataFrame, group: str, ok: bool, detail: str):
+    """The verdict on one dataset's rows, with the cells it read (Ours at horizon 96 of that dataset): the engine
+    withholds it when they come from a stand-in of that dataset, whatever the other datasets ran on."""
+    read = df[(df["artifact"] == ARTIFACT) & (df["row_group"] == group) & (df["row"] == "96") & (df["column"] == OURS)]
+    return HOLDS if ok else FAILS, detail, read
 
 
 def _ours(df: pd.DataFrame, group: str, horizon: str, metric: str) -> float | None:
@@ -111,19 +112,23 @@ def _ours(df: pd.DataFrame, group: str, horizon: str, metric: str) -> float | No
 
 
 @rule("table9_ecl96_second")
-def table9_ecl96_second(df: pd.DataFrame) -> tuple[str, str]:
-    """c07: reproduced Ours ranks 2nd by MSE among the 12 models at (ECL, 96), baselines as published (the rank
-    is computed here from Ours' MSE, as the aggregator's rank row, so the rule also judges the published table)."""
+def table9_ecl96_second(df: pd.DataFrame):
+    """c07: reproduced Ours ranks 2nd by MSE among the 12 models at (ECL, 96) ("second only to TimesNet"; the
+    published iTransformer 0.148 is below TimesNet 0.168, so the rank is the claim's checkable content), baselines as
+    published (computed here from Ours' MSE, so the rule also judges the published table)."""
     value = _ours(df, "ECL", "96", "MSE")
     if value is None:
         return PENDING, "table9 has no reproduced (ECL, 96) run at this scale"
-    r = rank(value, baseline_values()[("ECL", "96", "MSE")])
-    detail = f"rank of reproduced Ours by MSE at (ECL, 96) among the published baselines: {r}"
+    base = baseline_values()[("ECL", "96", "MSE")]
+    r, ahead = rank(value, base), sorted(m for m, v in base.items() if v < value)
+    detail = (f"rank of reproduced Ours by MSE at (ECL, 96) among the published baselines: {r}; lower: "
+              f"{', '.join(ahead) or 'none'} (holds at rank 2: the published iTransformer is below TimesNet, so "
+              "'second only to TimesNet' cannot hold literally)")
     return _verdict(df, "ECL", r == 2, detail)
 
 
 @rule("table9_weather96_beats")
-def table9_weather96_beats(df: pd.DataFrame) -> tuple[str, str]:
+def table9_weather96_beats(df: pd.DataFrame):
     """c08: reproduced Ours has lower MSE and MAE at (Weather, 96) than FEDformer, Autoformer, DLinear,
     SCINet and TimesNet (their published values: the paper copied them, nobody re-ran them)."""
     beaten = ("FEDformer", "Autoformer", "DLinear", "SCINet", "TimesNet")

@@ -267,27 +267,34 @@ def _missing(cells: dict, rows: list[str], cols: list[str]) -> list[str]:
     return [f"{r}/{c}" for r in rows for c in cols if (r, c) not in cells]
 
 
-def _versus(df, artifact, metric, other, datasets, label) -> tuple[str, str]:
+def _read(df: pd.DataFrame, artifact: str, metrics, rows, columns) -> pd.DataFrame:
+    """The rows a rule reads: of `artifact`, `metrics`, `rows` (models) and `columns` (datasets)."""
+    return df[(df["artifact"] == artifact) & df["metric"].isin(list(metrics)) & df["row"].isin(list(rows))
+              & df["column"].isin(list(columns))]
+
+
+def _versus(df, artifact, metric, other, datasets, label):
     cells = _cells(df, artifact, metric)
+    read = _read(df, artifact, [metric], ["Ours", other], datasets)
     miss = _missing(cells, ["Ours", other], datasets)
     if miss:
-        return PENDING, f"{artifact} lacks reproduced cells {miss} ({other}: EasyTPP baseline runs)"
+        return PENDING, f"{artifact} lacks reproduced cells {miss} ({other}: EasyTPP baseline runs)", read
     ok, parts = True, []
     for d in datasets:
         a, b = cells[("Ours", d)][0], cells[(other, d)][0]
         ok &= a < b
         parts.append(f"{d}: Ours {a:.4g} vs {other} {b:.4g}" + ("" if a < b else " NOT lower"))
-    return (HOLDS if ok else FAILS), f"{label}: " + "; ".join(parts)
+    return (HOLDS if ok else FAILS), f"{label}: " + "; ".join(parts), read
 
 
 @rule("tpp_ours_rmse_below_thp")
-def ours_rmse_below_thp(df: pd.DataFrame) -> tuple[str, str]:
+def ours_rmse_below_thp(df: pd.DataFrame):
     """c01: RMSE(Ours) < RMSE(THP) on Taxi, Amazon, StackOverflow."""
     return _versus(df, "table2", RMSE, "THP", ["Taxi", "Amazon", "StackOverflow"], "RMSE")
 
 
 @rule("tpp_ours_error_below_thp")
-def ours_error_below_thp(df: pd.DataFrame) -> tuple[str, str]:
+def ours_error_below_thp(df: pd.DataFrame):
     """c03: error rate(Ours) < error rate(THP) on all four datasets."""
     return _versus(df, "table3", ERR, "THP", DATASETS, "error rate (%)")
 
@@ -309,21 +316,23 @@ def _best_count(df, artifact, metric, baselines, skip=()) -> tuple[str, int, lis
 
 
 @rule("tpp_ours_best_rmse_three_datasets")
-def ours_best_rmse_three(df: pd.DataFrame) -> tuple[str, str]:
+def ours_best_rmse_three(df: pd.DataFrame):
     """c02: Ours has the lowest RMSE on at least three of the four datasets (FullyNN has no Taobao number)."""
     state, n, parts = _best_count(df, "table2", RMSE, BASELINES_T2, skip={("FullyNN", "Taobao")})
+    read = _read(df, "table2", [RMSE], ["Ours"] + BASELINES_T2, DATASETS)
     if state == "missing":
-        return PENDING, f"table2 lacks reproduced cells (EasyTPP baseline runs): {parts}"
-    return (HOLDS if n >= 3 else FAILS), f"Ours best on {n}/4: " + "; ".join(parts)
+        return PENDING, f"table2 lacks reproduced cells (EasyTPP baseline runs): {parts}", read
+    return (HOLDS if n >= 3 else FAILS), f"Ours best on {n}/4: " + "; ".join(parts), read
 
 
 @rule("tpp_ours_best_error_every_dataset")
-def ours_best_error_every(df: pd.DataFrame) -> tuple[str, str]:
+def ours_best_error_every(df: pd.DataFrame):
     """c04: error rate(Ours) <= every baseline's on all four datasets (ties allowed)."""
     state, n, parts = _best_count(df, "table3", ERR, BASELINES_T3)
+    read = _read(df, "table3", [ERR], ["Ours"] + BASELINES_T3, DATASETS)
     if state == "missing":
-        return PENDING, f"table3 lacks reproduced cells (EasyTPP baseline runs): {parts}"
-    return (HOLDS if n == 4 else FAILS), f"Ours best or tied on {n}/4: " + "; ".join(parts)
+        return PENDING, f"table3 lacks reproduced cells (EasyTPP baseline runs): {parts}", read
+    return (HOLDS if n == 4 else FAILS), f"Ours best or tied on {n}/4: " + "; ".join(parts), read
 
 
 @rule("tpp_per_type_kernels_help")
