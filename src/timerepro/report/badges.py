@@ -8,7 +8,7 @@ import html
 from timerepro.datakind import SEPARATOR, DataKind, parse
 
 FULL_SCALES = ("paper", "published")  # scales at which a real dataset's number is the paper's protocol, not a cut
-NO_CELLS = "no cells"
+NO_CELLS = "no cells yet"
 WORD_ORDER = ("real", "real cut", "synthetic task", "synthetic task cut", "stand-in")
 
 WORDS = {DataKind.REAL: "real data", DataKind.PACKAGE_COPY: "package copy of the real data",

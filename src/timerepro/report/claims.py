@@ -115,6 +115,9 @@ def judge(claim: dict, df: pd.DataFrame) -> dict:
             read = out[2].dropna(subset=["mean"]) if "mean" in out[2].columns else out[2]
         if on_standins(read):
             verdict, detail = withheld_on_standins(verdict, detail)
+        elif verdict in (HOLDS, FAILS) and read.empty:  # it read cells it does not name: their data is unknown
+            verdict, detail = PENDING, (f"the rule read no cell of {claim['artifact']} and names none it read, so "
+                                        f"their data cannot be checked (would be {verdict}): {detail}")
     else:
         verdict, detail = PENDING, "no rule implemented yet for this claim"
     if claim.get("never_here"):
