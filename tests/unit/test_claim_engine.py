@@ -88,3 +88,26 @@ def test_claims_command_prints_per_paper_counts_with_data(tmp_path, monkeypatch,
                       {"paper": "p", "verdict": claims.PENDING, "data": "stand-in"},
                       {"paper": "p", "verdict": claims.PENDING, "data": "stand-in"}])
     assert claims.tally_line(t["p"]) == "1 hold (real cut 1) · 0 fail · 2 cannot yet (stand-in 2) · 0 never here"
+
+
+def test_the_reports_first_screen_answers_per_paper_with_links():
+    from timerepro.report import html
+
+    verdicts = [{"paper": "p", "id": "c01", "text": "A beats B", "verdict": claims.HOLDS, "data": "real cut",
+                 "detail": "A 2 vs B 1", "scale": "offline", "n_cells": 2},
+                {"paper": "p", "id": "c02", "text": "at L = 2048", "verdict": claims.NEVER, "data": claims.NO_CELLS,
+                 "detail": "a GPU measurement", "scale": "", "n_cells": 0},
+                {"paper": "q", "id": "c01", "text": "x", "verdict": claims.PENDING, "data": "stand-in",
+                 "detail": "on synthetic stand-ins only (would be fails): ...", "scale": "smoke", "n_cells": 3}]
+    table = html.verdict_table(verdicts)
+    assert table.count("<tr><th><a href='#") == 2  # one row per paper
+    assert "href='#p-claim-c01'" in table and "href='#p-claim-c02'" in table and "href='#q-claim-c01'" in table
+    assert "real cut" in table and "stand-in 1" in table and "never here" in table
+    one = html.claim_html(verdicts[0], anchor=True)
+    assert "id='p-claim-c01'" in one and "on real cut · scale offline · 2 cell(s) read" in one
+
+
+def test_a_rule_that_names_no_cell_it_read_is_withheld(monkeypatch):
+    monkeypatch.setattr(claims, "RULES", {"test_reads_g": lambda df: (claims.FAILS, "read fig3, not fig2")})
+    out = claims.judge(claim(), rows("standin", artifact="fig3"))
+    assert out["verdict"] == claims.PENDING and "names none it read" in out["detail"] and "would be fails" in out["detail"]

@@ -34,7 +34,7 @@ def _verdicts() -> dict[tuple[str, str], tuple[str, str]]:
         df = published_frame(paper)
         for claim in reg.papers[paper]["claims"]:
             if claim.get("rule"):
-                out[(paper, claim["id"])] = claims.RULES[claim["rule"]](df.copy())
+                out[(paper, claim["id"])] = tuple(claims.RULES[claim["rule"]](df.copy())[:2])  # (verdict, detail); a third: cells read
     return out
 
 

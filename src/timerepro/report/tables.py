@@ -83,11 +83,10 @@ def comparison(published: pd.DataFrame, reproduced: pd.DataFrame, delta: bool = 
                                 sort=False).reindex(cells.index))
     has_rep, has_pub = not reproduced.empty, not published.empty
     any_delta = has_rep and has_pub and bool(rep["comparable"].any())
-    if has_rep and has_pub:  # a published cell with no reproduced row says so in words
+    if has_rep:  # a cell with no reproduced row says so in words (a row without a mean stays blank: it has a note)
         for col in _order(both["column"]):
-            if (col, PUBLISHED) in cells:
-                rep_col = cells[(col, REPRODUCED)] if (col, REPRODUCED) in cells else pd.Series(index=cells.index, dtype=object)
-                cells[(col, REPRODUCED)] = rep_col.where(~(rep_col.isna() & cells[(col, PUBLISHED)].notna()), NOT_REPRODUCED)
+            rep_col = cells[(col, REPRODUCED)] if (col, REPRODUCED) in cells else pd.Series(index=cells.index, dtype=object)
+            cells[(col, REPRODUCED)] = rep_col.where(rep_col.notna(), NOT_REPRODUCED)
     cols = []
     for col in _order(both["column"]):
         sources = ([PUBLISHED] if has_pub else []) + ([REPRODUCED] if has_rep else []) + ([DELTA] if any_delta else [])
