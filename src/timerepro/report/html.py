@@ -161,7 +161,7 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
                 if fig.endswith(".png"):
                     parts.append(f"<img src='../{html.escape(fig)}' alt='{paper} {aid}'>")
             if art.get("qualitative"):
-                parts.append(tables.to_html(tables.qualitative(art["qualitative"]))
+                parts.append(tables.to_html(tables.qualitative(art["qualitative"]), tables.QUALITATIVE_LINE)
                              + f"<div class='muted'>{html.escape(art['qualitative'].get('note', ''))}</div>")
             pub = published.load(paper, aid)
             rep = suspects.mark(reproduced[reproduced["artifact"] == aid], below)

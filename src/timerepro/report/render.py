@@ -50,7 +50,7 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
             stem = results / "tables" / paper / aid
             caption = f"{paper} {aid}: {art['title']} (qualitative, as the paper states it)"
             note = art["qualitative"].get("note", "")
-            line = "Stated in the paper, not measured: nothing here is reproduced."
+            line = tables.QUALITATIVE_LINE
             atomic_write_text(stem.with_suffix(".md"), f"<!-- {caption} -->\n" + tables.to_markdown(table, line) + f"\n{note}\n")
             atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption, line))
             entry["tables"] = [str(stem.with_suffix(ext).relative_to(results)) for ext in (".md", ".tex")]

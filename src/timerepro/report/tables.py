@@ -24,6 +24,7 @@ PUBLISHED, REPRODUCED, DELTA = "published", "reproduced", "delta (repro - pub)"
 NOT_YET = "not yet reproduced"
 NOT_REPRODUCED = "not reproduced"  # a published cell with no reproduced row at this scale
 NOT_COMPARABLE = "not comparable to the published value"  # a reproduced row's note prefix: no delta beside it
+QUALITATIVE_LINE = "Stated in the paper, not measured: nothing here is reproduced."
 
 
 def _fmt(mean, std=None, digits: int = 4) -> str:
