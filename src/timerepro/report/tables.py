@@ -151,7 +151,7 @@ def to_markdown(table: pd.DataFrame, line: str = "") -> str:
 
 def to_latex(table: pd.DataFrame, caption: str, line: str = "") -> str:
     """A booktabs table whose caption carries `line` (`provenance_line`)."""
-    caption = f"{caption}. {line}" if line else caption
+    caption = f"{caption.rstrip('.')}. {line}" if line else caption
     if table.empty:
         return f"% {caption}: no numbers\n"
     esc = lambda s: str(s).replace("_", r"\_").replace("%", r"\%").replace("#", r"\#").replace("±", r"$\pm$").replace("&", r"\&").replace("†", r"\textdagger{}")
