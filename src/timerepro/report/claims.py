@@ -81,6 +81,14 @@ def missing_cells(read: pd.DataFrame, expected: pd.DataFrame, keys=("row_group",
     return [" / ".join(k) for k in want if k not in have]
 
 
+def select(df: pd.DataFrame, artifact: str, metrics, rows=None, columns=None) -> pd.DataFrame:
+    """The rows a rule reads: of `artifact` and `metrics`, optionally some `rows` and `columns` only."""
+    sel = df[(df["artifact"] == artifact) & df["metric"].isin(list(metrics))]
+    for col, allowed in (("row", rows), ("column", columns)):
+        sel = sel if allowed is None else sel[sel[col].isin(list(allowed))]
+    return sel
+
+
 def covered(df: pd.DataFrame, paper: str, artifact: str, metric: str, *, row_groups=None, rows=None,
             columns=None) -> tuple[pd.DataFrame, list[str]]:
     """The reproduced cells of one table a claim covers (optionally some row groups, rows, columns) and the published

@@ -17,7 +17,7 @@ import pandas as pd
 from timerepro.names import MODEL_LABELS, dataset_label
 
 from ..aggregate import aggregator, mean_std
-from ..claims import FAILS, HOLDS, PENDING, rule
+from ..claims import FAILS, HOLDS, PENDING, rule, select
 from ..figures import PALETTE, plt, renderer, stamp, style
 from . import PAPER
 
@@ -267,15 +267,9 @@ def _missing(cells: dict, rows: list[str], cols: list[str]) -> list[str]:
     return [f"{r}/{c}" for r in rows for c in cols if (r, c) not in cells]
 
 
-def _read(df: pd.DataFrame, artifact: str, metrics, rows, columns) -> pd.DataFrame:
-    """The rows a rule reads: of `artifact`, `metrics`, `rows` (models) and `columns` (datasets)."""
-    return df[(df["artifact"] == artifact) & df["metric"].isin(list(metrics)) & df["row"].isin(list(rows))
-              & df["column"].isin(list(columns))]
-
-
 def _versus(df, artifact, metric, other, datasets, label):
     cells = _cells(df, artifact, metric)
-    read = _read(df, artifact, [metric], ["Ours", other], datasets)
+    read = select(df, artifact, [metric], ["Ours", other], datasets)
     miss = _missing(cells, ["Ours", other], datasets)
     if miss:
         return PENDING, f"{artifact} lacks reproduced cells {miss} ({other}: EasyTPP baseline runs)", read
@@ -299,11 +293,12 @@ def ours_error_below_thp(df: pd.DataFrame):
     return _versus(df, "table3", ERR, "THP", DATASETS, "error rate (%)")
 
 
-def _best_count(df, artifact, metric, baselines, skip=()) -> tuple[str, int, list[str]] | tuple[str, None, list[str]]:
+def _best_count(df, artifact, metric, baselines, skip=()) -> tuple:
     cells = _cells(df, artifact, metric)
     need = [f"{r}/{c}" for r in ["Ours"] + baselines for c in DATASETS if (r, c) not in cells and (r, c) not in skip]
+    read = select(df, artifact, [metric], ["Ours"] + baselines, DATASETS)  # the cells a best-count claim reads
     if need:
-        return "missing", None, need
+        return "missing", None, need, read
     parts, n = [], 0
     for d in DATASETS:
         ours = cells[("Ours", d)][0]
@@ -312,14 +307,13 @@ def _best_count(df, artifact, metric, baselines, skip=()) -> tuple[str, int, lis
         good = ours <= others[best_other]
         n += good
         parts.append(f"{d}: Ours {ours:.4g}, best baseline {best_other} {others[best_other]:.4g}" + (" (Ours best)" if good else ""))
-    return "ok", n, parts
+    return "ok", n, parts, read
 
 
 @rule("tpp_ours_best_rmse_three_datasets")
 def ours_best_rmse_three(df: pd.DataFrame):
     """c02: Ours has the lowest RMSE on at least three of the four datasets (FullyNN has no Taobao number)."""
-    state, n, parts = _best_count(df, "table2", RMSE, BASELINES_T2, skip={("FullyNN", "Taobao")})
-    read = _read(df, "table2", [RMSE], ["Ours"] + BASELINES_T2, DATASETS)
+    state, n, parts, read = _best_count(df, "table2", RMSE, BASELINES_T2, skip={("FullyNN", "Taobao")})
     if state == "missing":
         return PENDING, f"table2 lacks reproduced cells (EasyTPP baseline runs): {parts}", read
     return (HOLDS if n >= 3 else FAILS), f"Ours best on {n}/4: " + "; ".join(parts), read
@@ -328,8 +322,7 @@ def ours_best_rmse_three(df: pd.DataFrame):
 @rule("tpp_ours_best_error_every_dataset")
 def ours_best_error_every(df: pd.DataFrame):
     """c04: error rate(Ours) <= every baseline's on all four datasets (ties allowed)."""
-    state, n, parts = _best_count(df, "table3", ERR, BASELINES_T3)
-    read = _read(df, "table3", [ERR], ["Ours"] + BASELINES_T3, DATASETS)
+    state, n, parts, read = _best_count(df, "table3", ERR, BASELINES_T3)
     if state == "missing":
         return PENDING, f"table3 lacks reproduced cells (EasyTPP baseline runs): {parts}", read
     return (HOLDS if n == 4 else FAILS), f"Ours best or tied on {n}/4: " + "; ".join(parts), read
