@@ -20,6 +20,21 @@ MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max"
 # model selection on the validation edges of a setting (swinit's inductive runs select on new-node edges)
 MONITOR_PARTS = {"transductive": "val", "inductive": "new_node_val"}
 METRIC_KEYS = ("ap", "auc", "ap_whole", "auc_whole")  # recorded per part and sampler: {prefix}_{sampler}_{key}
+# early stopping (`early_stopping`, absent: project) -> train.fit's monitored metrics, mode and whether a tie is a
+# new best.
+# project: `monitor_metric`, strictly better; dyglib: DyGLib's, which the DyG-Mamba code runs
+# (Clearloveyuan/DyG-Mamba 05e397a train_link_prediction.py:431-434, utils/EarlyStopping.py:40-55): validation
+# AP and AUC (batch means), a new best when both are >= their bests
+EARLY_STOPPING = {"project": lambda monitor: {"monitor": monitor, "mode": MONITOR_MODE[monitor], "ties": False},
+                  "dyglib": lambda monitor: {"monitor": ("ap", "auc"), "mode": "max", "ties": True}}
+
+
+def early_stopping(config: dict) -> dict:
+    """train.fit's `monitor`, `mode` and `ties` for the config's `early_stopping` (unknown names refused)."""
+    name = config.get("early_stopping", "project")  # absent from other papers' configs, so their run ids stay
+    if name not in EARLY_STOPPING:
+        raise ValueError(f"unknown early_stopping {name!r}; known: {sorted(EARLY_STOPPING)}")
+    return EARLY_STOPPING[name](config["monitor_metric"])
 
 
 @torch.no_grad()

@@ -12,7 +12,8 @@ from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_s
 from timerepro.graphs.neighbors import TRAIN_NEIGHBOR_SEED, TemporalNeighbors, neighbor_rng
 from timerepro.models.graph.memory import stream_state
 from timerepro.tasks.link_prediction.data import load_data
-from timerepro.tasks.link_prediction.evaluation import METRIC_KEYS, MONITOR_MODE, MONITOR_PARTS, PARTS, evaluate
+from timerepro.tasks.link_prediction.evaluation import (METRIC_KEYS, MONITOR_MODE, MONITOR_PARTS, PARTS, early_stopping,
+                                                         evaluate)
 from timerepro.tasks.link_prediction.model import MODELS, LinkPredictionModel, count_parameters, trainable
 from timerepro.tasks.link_prediction.training import autocast, make_optimizer
 from timerepro.tasks.probes import Trained, run_probes
@@ -36,6 +37,7 @@ def run(config: dict, ctx) -> dict:
     monitor_part = MONITOR_PARTS.get(config.get("monitor_setting", "transductive"))
     if monitor_part is None:
         raise ValueError(f"unknown monitor_setting {config['monitor_setting']!r}; known: {sorted(MONITOR_PARTS)}")
+    stopping = early_stopping(config)  # train.fit's monitor, mode and ties
 
     data, data_info = load_data(config)
     split = link_prediction_split(data)
@@ -104,8 +106,8 @@ def run(config: dict, ctx) -> dict:
         return {k: v for k, v in m.items() if k != "n_edges"}
 
     if trainable(model):
-        result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor,
-                     mode=MONITOR_MODE[monitor], max_epochs=int(config["max_epochs"]),
+        result = fit(model, opt, train_epoch=train_epoch, validate=validate, **stopping,
+                     max_epochs=int(config["max_epochs"]),
                      patience=int(config["patience"]), ctx=ctx, mid_epoch=True)
     else:  # nothing to train (EdgeBank): evaluated as built, no epochs
         result = FitResult()
