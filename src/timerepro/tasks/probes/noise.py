@@ -22,14 +22,15 @@ def wants(config: dict) -> bool:
 
 def probe(trained, config: dict, ctx) -> dict:
     """{test_transductive_random_noise<r>_{ap,auc}: value} for every ratio r (r = 0 is the clean evaluation),
-    in batches of `batch_size`."""
+    in the clean test's batches (`eval_batch_size`, absent: `batch_size`), so that ratio 0 is the clean test AP."""
     data, split = trained.data, trained.split
     samplers = dyglib_eval_samplers(data, split, "random")
     idx = np.flatnonzero(split.test)
+    batch_size = int(config.get("eval_batch_size") or config["batch_size"])  # as tasks/link_prediction/loop.py
     out = {}
     for ratio in config["noise_ratios"]:
         trained.start_pass()  # a memory model starts every pass from the end of validation
         noisy = NoisyNeighbors(trained.graph, float(ratio), seed=NOISE_SEED)
-        m = trained.evaluate(idx, samplers["test"], noisy, int(config["batch_size"]))
+        m = trained.evaluate(idx, samplers["test"], noisy, batch_size)
         out[metric_name(ratio, "ap")], out[metric_name(ratio, "auc")] = m["ap"], m["auc"]
     return out
