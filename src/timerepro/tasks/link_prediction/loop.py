@@ -7,6 +7,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from timerepro import metric_keys
 from timerepro.data.ctdg import link_prediction_split
 from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_sampler
 from timerepro.graphs.neighbors import TRAIN_NEIGHBOR_SEED, TemporalNeighbors, neighbor_rng
@@ -117,15 +118,15 @@ def run(config: dict, ctx) -> dict:
     state.backup_state("val_end")  # the best state has seen the validation edges
     for strategy in eval_negatives:
         samplers = monitor_samplers if strategy == monitor_negatives else dyglib_eval_samplers(data, split, strategy)
-        for sampler_name, mask_name, prefix in PARTS:
+        for sampler_name, mask_name, part, setting in PARTS:
             if sampler_name not in samplers:
                 continue  # no new-node edge in this split (tiny graphs)
             idx = np.flatnonzero(getattr(split, mask_name))
-            state.restore_state("train_end" if prefix.startswith("val") else "val_end")
+            state.restore_state("train_end" if part == "val" else "val_end")
             m = evaluate(model, data, idx, samplers[sampler_name], full_graph, eval_batch_size, amp)
-            evaluated[f"{prefix}_{strategy}"] = m["n_edges"]
+            evaluated[metric_keys.evaluated(part, setting, strategy)] = m["n_edges"]
             for key in METRIC_KEYS:
-                metrics[f"{prefix}_{strategy}_{key}"] = m[key]
+                metrics[metric_keys.link_prediction(part, setting, strategy, key)] = m[key]
 
     # the probes the config asks for (attention maps, noise, case study), on the selected model
     trained = Trained(model, data, split, full_graph,

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from timerepro import metric_keys
 from timerepro.graphs.negatives import dyglib_eval_samplers
 from timerepro.graphs.noise import NoisyNeighbors
 
 NOISE_SEED = 7  # the noise stream of every ratio starts here (same noise for every model at a ratio)
-
-
-def metric_name(ratio: float, key: str) -> str:
-    return f"test_transductive_random_noise{ratio:g}_{key}"
 
 
 def wants(config: dict) -> bool:
@@ -32,5 +29,5 @@ def probe(trained, config: dict, ctx) -> dict:
         trained.start_pass()  # a memory model starts every pass from the end of validation
         noisy = NoisyNeighbors(trained.graph, float(ratio), seed=NOISE_SEED)
         m = trained.evaluate(idx, samplers["test"], noisy, batch_size)
-        out[metric_name(ratio, "ap")], out[metric_name(ratio, "auc")] = m["ap"], m["auc"]
+        out[metric_keys.noise(ratio, "ap")], out[metric_keys.noise(ratio, "auc")] = m["ap"], m["auc"]
     return out
