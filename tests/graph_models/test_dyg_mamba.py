@@ -388,3 +388,12 @@ def test_dyglib_early_stopping_needs_every_metric_and_counts_ties():
     assert not dyglib.update([0.7, 0.9], 3) and dyglib.should_stop
     strict = EarlyStopping(patience=2, mode="max")
     assert strict.update(0.8, 0) and not strict.update(0.8, 1)
+
+
+def test_noise_probe_evaluates_in_the_clean_tests_batches(task, tmp_path):
+    """Training in batches of 10, evaluating in batches of 30 (45 test edges): the probe's ratio 0 is the clean test
+    (batch-mean AP depends on the batching, so a probe in training batches would differ)."""
+    cfg = make_config(max_epochs=1, batch_size=10, eval_batch_size=30, noise_ratios=[0.0])
+    metrics = json.loads((runs.execute(cfg, results=tmp_path, show_progress=False) / "metrics.json").read_text())
+    assert metrics["test_transductive_random_noise0_ap"] == metrics["test_transductive_random_ap"]
+    assert metrics["test_transductive_random_noise0_auc"] == metrics["test_transductive_random_auc"]

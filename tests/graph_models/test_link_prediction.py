@@ -91,3 +91,44 @@ def test_unknown_model_or_sampler_is_refused_before_any_work():
     with pytest.raises(ValueError, match="negative sampling strategy"):
         link_prediction.run(make_config(eval_negatives=["random", "hard"]), ctx=None)
     assert "tgat" in link_prediction.MODELS
+
+
+def test_dyglib_early_stopping_selects_on_ap_and_auc_with_ties(task, tmp_path, monkeypatch):
+    """`early_stopping: dyglib` reaches train.fit as DyGLib's rule (AP and AUC both >= their bests, DyG-Mamba's
+    train_link_prediction.py:431-434): the recorded best epoch is the last epoch the rule accepts; absent key: the
+    project's strict rule on `monitor_metric`; an unknown name is refused before any work."""
+    from timerepro.tasks.link_prediction import loop
+
+    seen = []
+
+    def spy(*args, **kw):
+        seen.append({k: kw[k] for k in ("monitor", "mode", "ties")})
+        return fit(*args, **kw)
+
+    fit = loop.fit
+    monkeypatch.setattr(loop, "fit", spy)
+    d = runs.execute(make_config(max_epochs=4, patience=4, eval_negatives=["random"], early_stopping="dyglib"),
+                     results=tmp_path, show_progress=False)
+    assert seen == [{"monitor": ("ap", "auc"), "mode": "max", "ties": True}]
+    history = json.loads((d / "history.json").read_text())
+    best, expected = None, -1
+    for row in history:  # DyGLib's EarlyStopping.step by hand
+        if best is None or (row["val_ap"] >= best[0] and row["val_auc"] >= best[1]):
+            best, expected = (row["val_ap"], row["val_auc"]), row["epoch"]
+    assert json.loads((d / "metrics.json").read_text())["best_epoch"] == expected
+
+    seen.clear()
+    runs.execute(make_config(max_epochs=1, eval_negatives=["random"]), results=tmp_path / "p", show_progress=False)
+    assert seen == [{"monitor": "ap", "mode": "max", "ties": False}]
+    with pytest.raises(ValueError, match="unknown early_stopping"):
+        link_prediction.run(make_config(early_stopping="patient"), ctx=None)
+
+
+def test_only_dyg_mamba_link_prediction_runs_use_dyglib_early_stopping():
+    """Every dyg_mamba link-prediction run carries `early_stopping: dyglib`; linear_time's and swinit's carry no key
+    (their run ids are those of before the key existed)."""
+    reg = registry.load()
+    for paper in ("dyg_mamba", "linear_time", "swinit"):
+        lp = [r for r in reg.runs("smoke", paper) if r.config["task"] == "link_prediction"]
+        assert lp, paper
+        assert {r.config.get("early_stopping") for r in lp} == ({"dyglib"} if paper == "dyg_mamba" else {None}), paper

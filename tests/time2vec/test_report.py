@@ -29,9 +29,38 @@ def test_curves_and_best_size_selection(tmp_path):
     assert set(final) == {"LSTM+T", "LSTM+Time2Vec"}
     assert math.isclose(final["LSTM+T"]["mean"], 0.5) and math.isclose(final["LSTM+T"]["std"], 0.1)
     assert final["LSTM+Time2Vec"]["mean"] == 0.7 and "64+1" in final["LSTM+Time2Vec"]["note"]
+    assert "selected on the test curve" in final["LSTM+Time2Vec"]["note"]  # Event-MNIST: no validation part
     assert {r["column"] for r in rows} == {"epoch 1", "epoch 2", "final"}
     every = {r["row"] for r in curves.t2v_curves(recs)}
     assert every == {"LSTM+T", "LSTM+Time2Vec (16+1)", "LSTM+Time2Vec (64+1)"}
+
+
+def _recommendation(tmp_path, name, k, test_recall, selection, experiment="lastfm_t2v"):
+    """A next-item run: its test curve (history) and its held-out final `selection_recall_at_10` (metrics)."""
+    d = tmp_path / name
+    d.mkdir()
+    (d / "history.json").write_text(json.dumps([{"epoch": e, "val_recall_at_10": a} for e, a in enumerate(test_recall)]))
+    config = {"dataset": "lastfm", "model": "time_lstm", "variant": 3, "time_input": "t2v", "k_sines": k, "seed": 0,
+              "experiment": experiment}
+    metrics = {} if selection is None else {"selection_recall_at_10": selection}
+    return {"dir": d, "config": config, "metrics": metrics, "provenance": {}}
+
+
+def test_the_best_size_is_selected_on_validation_where_the_runs_hold_it(tmp_path):
+    """Size 64 has the better test curve, size 16 the better held-out items: 16 is shown (never chosen on test),
+    in Figures 1-2 and in Figure 5d; without selection metrics the test curve decides and the note says so."""
+    recs = [_recommendation(tmp_path, "k16", 16, [0.2, 0.3], 0.5), _recommendation(tmp_path, "k64", 64, [0.2, 0.6], 0.4)]
+    final = next(r for r in curves.t2v_curves_best(recs) if r["column"] == "final")
+    assert final["row"] == "TLSTM3+Time2Vec" and final["mean"] == 0.3
+    assert "(16+1), selected on validation (selection_recall_at_10)" in final["note"]
+    cite = [_recommendation(tmp_path, f"c{k}", k, curve, sel, "cite_tlstm_t2v")
+            for k, curve, sel in ((16, [0.3], 0.5), (64, [0.6], 0.4))]
+    panel = [r for r in curves.t2v_ablations(cite) if r["row_group"] == curves.FIG5_PANELS["d"]]
+    assert [r["mean"] for r in panel if r["column"] == "final"] == [0.3]
+    assert all("best of sizes 16/64: 16, selected on validation" in r["note"] for r in panel)
+    no_val = [_recommendation(tmp_path, f"n{k}", k, curve, None) for k, curve in ((16, [0.3]), (64, [0.6]))]
+    final = next(r for r in curves.t2v_curves_best(no_val) if r["column"] == "final")
+    assert final["mean"] == 0.6 and "(64+1), selected on the test curve" in final["note"]
 
 
 def test_labels_of_the_variants():

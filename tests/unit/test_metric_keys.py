@@ -20,3 +20,15 @@ def test_node_classification_and_history_keys():
     assert mk.node_classification("val", "loss") == "val_loss"
     assert mk.validation("test_accuracy") == "val_test_accuracy"
 
+
+
+def test_the_link_prediction_task_and_noise_probe_write_these_strings():
+    """The task's parts and measures (tasks/link_prediction/evaluation.py) give the keys records have always held."""
+    from timerepro.tasks.link_prediction.evaluation import METRIC_KEYS, PARTS
+
+    assert {(mask, part, setting) for _, mask, part, setting in PARTS} == {
+        ("val", "val", "transductive"), ("new_node_val", "val", "inductive"),
+        ("test", "test", "transductive"), ("new_node_test", "test", "inductive")}
+    assert sorted(mk.link_prediction(p, s, "historical", k) for _, _, p, s in PARTS for k in METRIC_KEYS) == sorted(
+        f"{p}_{s}_historical_{k}" for p in ("val", "test") for s in ("transductive", "inductive")
+        for k in ("ap", "auc", "ap_whole", "auc_whole"))

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from timerepro import metric_keys
 from timerepro.data.ctdg import CTDGData
 from timerepro.graphs.evaluate import batched_metrics
 from timerepro.graphs.neighbors import EVAL_NEIGHBOR_SEED, TemporalNeighbors, neighbor_rng
@@ -13,13 +14,28 @@ from timerepro.models.graph.memory import stream_state
 from timerepro.tasks.link_prediction.model import LinkPredictionModel, device_of
 from timerepro.tasks.link_prediction.training import autocast
 
-# evaluation parts: (name of the sampler in dyglib_eval_samplers, split mask, metric prefix)
-PARTS = (("val", "val", "val_transductive"), ("new_node_val", "new_node_val", "val_inductive"),
-         ("test", "test", "test_transductive"), ("new_node_test", "new_node_test", "test_inductive"))
+# evaluation parts: (name of the sampler in dyglib_eval_samplers, split mask, split and setting of metric_keys)
+PARTS = (("val", "val", "val", "transductive"), ("new_node_val", "new_node_val", "val", "inductive"),
+         ("test", "test", "test", "transductive"), ("new_node_test", "new_node_test", "test", "inductive"))
 MONITOR_MODE = {"ap": "max", "auc": "max", "ap_whole": "max", "auc_whole": "max", "loss": "min"}
 # model selection on the validation edges of a setting (swinit's inductive runs select on new-node edges)
 MONITOR_PARTS = {"transductive": "val", "inductive": "new_node_val"}
-METRIC_KEYS = ("ap", "auc", "ap_whole", "auc_whole")  # recorded per part and sampler: {prefix}_{sampler}_{key}
+METRIC_KEYS = metric_keys.MEASURES  # recorded per part and sampler: metric_keys.link_prediction
+# early stopping (`early_stopping`, absent: project) -> train.fit's monitored metrics, mode and whether a tie is a
+# new best.
+# project: `monitor_metric`, strictly better; dyglib: DyGLib's, which the DyG-Mamba code runs
+# (Clearloveyuan/DyG-Mamba 05e397a train_link_prediction.py:431-434, utils/EarlyStopping.py:40-55): validation
+# AP and AUC (batch means), a new best when both are >= their bests
+EARLY_STOPPING = {"project": lambda monitor: {"monitor": monitor, "mode": MONITOR_MODE[monitor], "ties": False},
+                  "dyglib": lambda monitor: {"monitor": ("ap", "auc"), "mode": "max", "ties": True}}
+
+
+def early_stopping(config: dict) -> dict:
+    """train.fit's `monitor`, `mode` and `ties` for the config's `early_stopping` (unknown names refused)."""
+    name = config.get("early_stopping", "project")  # absent from other papers' configs, so their run ids stay
+    if name not in EARLY_STOPPING:
+        raise ValueError(f"unknown early_stopping {name!r}; known: {sorted(EARLY_STOPPING)}")
+    return EARLY_STOPPING[name](config["monitor_metric"])
 
 
 @torch.no_grad()

@@ -7,12 +7,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from timerepro import metric_keys
 from timerepro.data.ctdg import link_prediction_split
 from timerepro.graphs.negatives import STRATEGIES, dyglib_eval_samplers, train_sampler
 from timerepro.graphs.neighbors import TRAIN_NEIGHBOR_SEED, TemporalNeighbors, neighbor_rng
 from timerepro.models.graph.memory import stream_state
 from timerepro.tasks.link_prediction.data import load_data
-from timerepro.tasks.link_prediction.evaluation import METRIC_KEYS, MONITOR_MODE, MONITOR_PARTS, PARTS, evaluate
+from timerepro.tasks.link_prediction.evaluation import (METRIC_KEYS, MONITOR_MODE, MONITOR_PARTS, PARTS, early_stopping,
+                                                         evaluate)
 from timerepro.tasks.link_prediction.model import MODELS, LinkPredictionModel, count_parameters, trainable
 from timerepro.tasks.link_prediction.training import autocast, make_optimizer
 from timerepro.tasks.probes import Trained, run_probes
@@ -36,6 +38,7 @@ def run(config: dict, ctx) -> dict:
     monitor_part = MONITOR_PARTS.get(config.get("monitor_setting", "transductive"))
     if monitor_part is None:
         raise ValueError(f"unknown monitor_setting {config['monitor_setting']!r}; known: {sorted(MONITOR_PARTS)}")
+    stopping = early_stopping(config)  # train.fit's monitor, mode and ties
 
     data, data_info = load_data(config)
     split = link_prediction_split(data)
@@ -104,8 +107,8 @@ def run(config: dict, ctx) -> dict:
         return {k: v for k, v in m.items() if k != "n_edges"}
 
     if trainable(model):
-        result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=monitor,
-                     mode=MONITOR_MODE[monitor], max_epochs=int(config["max_epochs"]),
+        result = fit(model, opt, train_epoch=train_epoch, validate=validate, **stopping,
+                     max_epochs=int(config["max_epochs"]),
                      patience=int(config["patience"]), ctx=ctx, mid_epoch=True)
     else:  # nothing to train (EdgeBank): evaluated as built, no epochs
         result = FitResult()
@@ -115,15 +118,15 @@ def run(config: dict, ctx) -> dict:
     state.backup_state("val_end")  # the best state has seen the validation edges
     for strategy in eval_negatives:
         samplers = monitor_samplers if strategy == monitor_negatives else dyglib_eval_samplers(data, split, strategy)
-        for sampler_name, mask_name, prefix in PARTS:
+        for sampler_name, mask_name, part, setting in PARTS:
             if sampler_name not in samplers:
                 continue  # no new-node edge in this split (tiny graphs)
             idx = np.flatnonzero(getattr(split, mask_name))
-            state.restore_state("train_end" if prefix.startswith("val") else "val_end")
+            state.restore_state("train_end" if part == "val" else "val_end")
             m = evaluate(model, data, idx, samplers[sampler_name], full_graph, eval_batch_size, amp)
-            evaluated[f"{prefix}_{strategy}"] = m["n_edges"]
+            evaluated[metric_keys.evaluated(part, setting, strategy)] = m["n_edges"]
             for key in METRIC_KEYS:
-                metrics[f"{prefix}_{strategy}_{key}"] = m[key]
+                metrics[metric_keys.link_prediction(part, setting, strategy, key)] = m[key]
 
     # the probes the config asks for (attention maps, noise, case study), on the selected model
     trained = Trained(model, data, split, full_graph,

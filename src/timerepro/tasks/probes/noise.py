@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from timerepro import metric_keys
 from timerepro.graphs.negatives import dyglib_eval_samplers
 from timerepro.graphs.noise import NoisyNeighbors
 
 NOISE_SEED = 7  # the noise stream of every ratio starts here (same noise for every model at a ratio)
-
-
-def metric_name(ratio: float, key: str) -> str:
-    return f"test_transductive_random_noise{ratio:g}_{key}"
 
 
 def wants(config: dict) -> bool:
@@ -22,14 +19,15 @@ def wants(config: dict) -> bool:
 
 def probe(trained, config: dict, ctx) -> dict:
     """{test_transductive_random_noise<r>_{ap,auc}: value} for every ratio r (r = 0 is the clean evaluation),
-    in batches of `batch_size`."""
+    in the clean test's batches (`eval_batch_size`, absent: `batch_size`), so that ratio 0 is the clean test AP."""
     data, split = trained.data, trained.split
     samplers = dyglib_eval_samplers(data, split, "random")
     idx = np.flatnonzero(split.test)
+    batch_size = int(config.get("eval_batch_size") or config["batch_size"])  # as tasks/link_prediction/loop.py
     out = {}
     for ratio in config["noise_ratios"]:
         trained.start_pass()  # a memory model starts every pass from the end of validation
         noisy = NoisyNeighbors(trained.graph, float(ratio), seed=NOISE_SEED)
-        m = trained.evaluate(idx, samplers["test"], noisy, int(config["batch_size"]))
-        out[metric_name(ratio, "ap")], out[metric_name(ratio, "auc")] = m["ap"], m["auc"]
+        m = trained.evaluate(idx, samplers["test"], noisy, batch_size)
+        out[metric_keys.noise(ratio, "ap")], out[metric_keys.noise(ratio, "auc")] = m["ap"], m["auc"]
     return out
