@@ -65,6 +65,13 @@ def job_data(wc):
     return sorted(str(processed_path(name, standin, DATA) / "manifest.json") for name, standin in wanted)
 
 
+def stop_signal(wc, attempt):
+    """SLURM's early warning before a training job's time limit (timerepro.stopping: checkpoint at the next batch,
+    exit 75, the retry resumes): SIGUSR1 120 s before it, for jobs of 10 minutes or more; SLURM may deliver it up to
+    60 s early, so a shorter job would be warned at its start: those stop on the SIGTERM at the limit."""
+    return "--signal=USR1@120" if job_resource("runtime")(wc, attempt) >= 10 else ""
+
+
 def job_resource(key):
     """A batch's resource from params/ (through the registry: the sum of its jobs' runtimes, the largest
     memory); memory and time grow with each retry."""

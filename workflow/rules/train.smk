@@ -27,6 +27,7 @@ rule train:
         # GPU type from TIMEREPRO_SLURM_GPU_MODEL, only for jobs that ask for a GPU ('' = none asked)
         gpu_model=lambda wc: cluster.gpu_model() if BATCHES[wc.batch].resources["gpu"] else "",
         cpus_per_task=job_resource("cpus"),
+        slurm_extra=stop_signal,
     params:
         tr=TR,
         scale=SCALE,
