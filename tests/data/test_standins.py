@@ -168,4 +168,4 @@ def test_tpp_standin_is_valid_easytpp_json(data_root):
 
 def test_unknown_scale_is_refused():
     with pytest.raises(ValueError, match="scale"):
-        standins.write_standin(LOCK.get("uci"), "/tmp/never", "paper")
+        standins.write_standin(LOCK.get("uci"), "/tmp/never", "huge")  # smoke, offline and paper are the scales
