@@ -38,7 +38,10 @@ def test_every_stage_produced_its_outputs(smoke_results):
         assert (smoke_results / "figures" / "linear_time" / f"fig3.{ext}").stat().st_size > 1000
     claims = json.loads((smoke_results / "claims.json").read_text())
     assert len(claims) == sum(len(p["claims"]) for p in reg.papers.values())
-    assert {c["verdict"] for c in claims if c["id"] in ("c17", "c18") and c["paper"] == "linear_time"} <= {"holds", "fails"}
+    verdicts = {c["id"]: c["verdict"] for c in claims if c["paper"] == "linear_time"}
+    assert verdicts["c18"] in {"holds", "fails"}
+    # c17 needs all four panels of Figure 2 (issue 25: the whole claim); smoke's grid has fewer
+    assert verdicts["c17"] in {"holds", "fails", "cannot be evaluated yet"}
 
 
 def test_report_shows_all_76_artifacts_and_the_regenerated_ones(smoke_results):
