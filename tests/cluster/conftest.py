@@ -91,6 +91,17 @@ def run_id(snakemake_output: str) -> str:
     raise AssertionError(f"no 'SLURM run ID' in the snakemake output:\n{snakemake_output}")
 
 
+def wait_for(path: Path, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    """Wait until the Snakemake run `proc` (its output in `log`) makes `path`; fail if it ends first or times out."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"snakemake ended before {path.name} appeared:\n{log.read_text()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} did not appear within {timeout} s")
+        time.sleep(0.3)
+
+
 def by_rule(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
     """sacct rows grouped by rule (the plugin stores rule_<name>[_wildcards_...] as comment)."""
     out: dict[str, list[dict[str, str]]] = {}

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import subprocess
 import textwrap
-import time
 
 import pytest
 
-from .conftest import by_rule, is_final, run_id
+from .conftest import by_rule, is_final, run_id, wait_for
 
 pytestmark = pytest.mark.slurm
 
@@ -43,16 +42,6 @@ SNAKEFILE = textwrap.dedent(
 )
 
 
-def _wait_for(path, proc, log, timeout=120):
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"snakemake ended before {path.name} appeared:\n{log.read_text()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} did not appear within {timeout} s")
-        time.sleep(0.3)
-
-
 def test_scancelled_job_is_reported_and_rerun_without_redoing_finished_jobs(slurm_cluster, tmp_path):
     wd = tmp_path
     (wd / "Snakefile").write_text(SNAKEFILE)
@@ -65,8 +54,8 @@ def test_scancelled_job_is_reported_and_rerun_without_redoing_finished_jobs(slur
         proc = subprocess.Popen(cmd, cwd=wd, env=slurm_cluster.env, stdout=sink,
                                 stderr=subprocess.STDOUT, text=True)
         try:
-            _wait_for(wd / "started", proc, log)
-            _wait_for(wd / "out/quick.txt", proc, log)
+            wait_for(wd / "started", proc, log)
+            wait_for(wd / "out/quick.txt", proc, log)
             long_job = (wd / "started").read_text().strip()
             slurm_cluster.run(["scancel", long_job])
             proc.wait(timeout=300)

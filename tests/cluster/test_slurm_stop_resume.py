@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
-import time
 
 import pytest
 
 from timerepro import registry, runs
 from timerepro.tasks import link_prediction
 
-from .conftest import by_rule, is_final, run_id
+from .conftest import by_rule, is_final, run_id, wait_for
 
 pytestmark = pytest.mark.slurm
 
@@ -79,16 +78,6 @@ def _config() -> dict:
     return cfg
 
 
-def _wait_for(path, proc, log, timeout=300):
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"snakemake ended before {path.name} appeared:\n{log.read_text()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} did not appear within {timeout} s")
-        time.sleep(0.3)
-
-
 def test_job_signalled_mid_epoch_resumes_on_its_retry_to_the_metrics_of_an_uninterrupted_run(
         slurm_cluster, tmp_path, monkeypatch):
     wd = tmp_path / "wd"
@@ -116,7 +105,7 @@ def test_job_signalled_mid_epoch_resumes_on_its_retry_to_the_metrics_of_an_unint
     with open(log, "w") as sink:
         proc = subprocess.Popen(cmd, cwd=wd, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
         try:
-            _wait_for(wd / "paused", proc, log)
+            wait_for(wd / "paused", proc, log, timeout=300)
             job = (wd / "paused").read_text().strip()
             slurm_cluster.run(["scancel", "--signal=USR1", job])
             (wd / "signalled").touch()
