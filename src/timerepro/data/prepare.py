@@ -19,31 +19,52 @@ from timerepro.paths import data_dir, processed_path, tree_root  # noqa: F401 (p
 FAMILY_PREPARE = {"tpp": tpp.prepare, "series": series.prepare, "time2vec": time2vec.prepare}
 
 
+PROBE_RETRIES = 1  # a second source stands by: an unreachable upstream costs one retry, not fetch_file's four
+
+
 def fetch_dataset(name: str, *, lock: Lock | None = None, data_root=None, require_pinned: bool = False,
                   mirrors=None, progress: bool | None = None) -> list[FetchResult]:
-    """Download and verify every file of a dataset into <data>/raw/<name>/."""
+    """Download and verify every file of a dataset into <data>/raw/<name>/ (a dataset with a package copy: its
+    first usable source, `_first_source`)."""
     lock = lock or load_lock()
     ds = lock.get(name)
     check_obtainable(ds)
-    packaged = _from_package(ds, data_root)
-    if packaged is not None:
-        return packaged
-    files = lock.files(ds.name, require_pinned=require_pinned)
     mirrors = {**lock.mirrors, **(mirrors or {})}
+    copy = package_copies.package_copy(ds)
+    if copy is not None:
+        return _first_source(ds, copy, data_root=data_root, require_pinned=require_pinned, mirrors=mirrors,
+                             bundles=lock.bundles, progress=progress)
+    files = lock.files(ds.name, require_pinned=require_pinned)
     return [fetch_file(f, data_root=data_root, mirrors=mirrors, bundles=lock.bundles, progress=progress) for f in files]
 
 
-def _from_package(ds: Dataset, data_root) -> list[FetchResult] | None:
-    """A dataset with a pinned package copy (Event-MNIST, UCI): its rebuilt, checked files, unless the verified
-    upstream downloads are already cached (then those are used, and None is returned)."""
-    copy = package_copies.package_copy(ds)
-    if copy is None:
-        return None
-    from timerepro.data.fetch import cache_path, verify
+def _first_source(ds: Dataset, copy: package_copies.PackageCopy, *, data_root, require_pinned: bool, mirrors,
+                  bundles, progress) -> list[FetchResult]:
+    """The cached, verified upstream files; else, when the family puts the upstream first (UCI), the upstream
+    download if it is reachable; else the package copy built from its pinned, checked member. A download whose
+    bytes differ from the lock is refused (ChecksumError, nothing kept), never replaced by the copy; unpinned
+    upstream files are skipped where pinned data are required (the pipeline), as `lock.files` would refuse them."""
+    from timerepro.data.fetch import ChecksumError, DownloadError, cache_path, verify
 
-    if all(cache_path(f, data_root).exists() and not verify(f, *hash_file(cache_path(f, data_root))) for f in ds.files):
-        return None
-    paths = copy.module.build_from_package(ds, package_copies.folder(ds, data_root or data_dir()))
+    usable = not require_pinned or all(f.pinned for f in ds.files)
+    fetch = dict(data_root=data_root, mirrors=mirrors, bundles=bundles, progress=progress)
+    if usable and all(cache_path(f, data_root).exists() and not verify(f, *hash_file(cache_path(f, data_root)))
+                      for f in ds.files):
+        return [fetch_file(f, **fetch) for f in ds.files]
+    unreachable = None
+    if copy.upstream_first and usable and all(f.urls and not f.manual for f in ds.files):
+        try:
+            return [fetch_file(f, retries=PROBE_RETRIES, **fetch) for f in ds.files]
+        except ChecksumError:
+            raise
+        except DownloadError as exc:
+            unreachable = exc
+    try:
+        paths = copy.module.build_from_package(ds, package_copies.folder(ds, data_root or data_dir()))
+    except Exception as exc:
+        if unreachable is not None:
+            exc.add_note(f"the upstream download failed first: {unreachable}")
+        raise
     origin = copy.module.package_origin(ds)
     return [FetchResult(p, *hash_file(p), origin=origin) for p in (paths[f.name] for f in ds.files)]
 
