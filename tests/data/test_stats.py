@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from timerepro.data import stats
+from timerepro.data import ctdg, stats
 from timerepro.data.ctdg import CTDGData
 from timerepro.data.lock import load_lock
 from timerepro.data.tpp import EventSequences, TPPData
@@ -54,6 +54,53 @@ def test_table5_rows_and_values(monkeypatch):
     assert train_src == pytest.approx(np.mean([60.0, 120.0]) / 60)
     test_dst = df[(df.row_group == "Destination node") & (df.row == "Test") & (df.column == "Median")]["mean"].item()
     assert test_dst == pytest.approx(5400 / 60)
+
+
+def test_previous_interaction_strictly_earlier_skips_simultaneous_ones():
+    """DyGLib's sampler finds interactions strictly before t (what made Table 5); edge order gives a tie 0."""
+    g = graph([1, 1, 1], [2, 3, 2], [0, 0, 60])
+    src_w, dst_w = stats.waiting_times(g)
+    assert np.isnan(src_w[:2]).all() and src_w[2] == 60.0
+    assert np.isnan(dst_w[:2]).all() and dst_w[2] == 60.0
+    src_w, _ = stats.waiting_times(g, previous="edge_order")
+    assert np.isnan(src_w[0]) and src_w[1:].tolist() == [0.0, 60.0]
+
+
+def _ring(n_nodes: int = 12, n_edges: int = 60) -> CTDGData:
+    """Edges (k mod n, k+1 mod n) at uneven times: every node is seen early, late edges touch every node."""
+    k = np.arange(n_edges)
+    return graph((k % n_nodes + 1).tolist(), ((k + 1) % n_nodes + 1).tolist(), (k * k * 7.0).tolist())
+
+
+def test_table5_splits_cut_edge_order_at_dyglib_sizes():
+    """The printed Table 5: the edges in time order cut at the sizes of DyGLib's train (less the new test nodes'
+    edges) and validation sets, so "Validation" starts before the 70% time quantile; "time" is the paper's text."""
+    g = _ring()
+    split = ctdg.link_prediction_split(g)
+    n_train, n_val = int(split.train.sum()), int(split.val.sum())
+    assert n_train < int((g.ts <= split.val_time).sum())  # a held-out test node's edges left the train set
+    src_w, dst_w = stats.waiting_times(g)
+
+    def cell(df, group, row, column="Average"):
+        return df[(df.row_group == group) & (df.row == row) & (df.column == column)]["mean"].item()
+
+    df = stats.linear_time_table5(g)
+    assert cell(df, "Source node", "Train") == pytest.approx(np.nanmean(src_w[:n_train]) / 60)
+    assert cell(df, "Source node", "Validation") == pytest.approx(np.nanmean(src_w[n_train:n_train + n_val]) / 60)
+    assert cell(df, "Destination node", "Test", "Median") == pytest.approx(np.nanmedian(dst_w[n_train + n_val:]) / 60)
+    by_time = stats.linear_time_table5(g, split="time")
+    assert cell(by_time, "Source node", "Validation") == pytest.approx(np.nanmean(src_w[split.val]) / 60)
+    assert cell(by_time, "Source node", "Validation") != pytest.approx(cell(df, "Source node", "Validation"))
+    assert df["note"].str.contains("splits dyglib_sizes, previous strictly_earlier").all()
+
+
+def test_table5_reads_a_package_copy_in_edge_order():
+    """A package copy's clock is cut to the minute, its rows keep the order to the second: previous = edge order."""
+    g = graph([1, 1, 1], [2, 3, 2], [0, 0, 60])
+    assert stats.table5_previous(g) == "strictly_earlier"
+    g.manifest = {"kind": "package_copy", "label": "UCI: real UCI, minute resolution, package copy"}
+    assert stats.table5_previous(g) == "edge_order"
+    assert stats.linear_time_table5(g)["note"].str.contains("previous edge_order").all()
 
 
 def test_table3_and_table6_names_match_published():

