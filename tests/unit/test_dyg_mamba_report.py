@@ -73,7 +73,7 @@ def test_table5_and_the_rank_consistency_claim():
             for ds, vals in (("uci", (0.9, 0.8, 0.7)), ("enron", (0.6, 0.8, 0.7))) for m, v in zip(("dyg_mamba", "dygformer", "tcl"), vals)]
     rows = AGGREGATORS["dm_table4"](recs)
     df = pd.DataFrame([{k: v for k, v in r.items() if k != "_records"} | {"artifact": "table4"} for r in rows])
-    verdict, detail = dm_c21(df)
+    verdict, detail, _ = dm_c21(df)
     assert verdict == "holds", detail
     ranks = df[(df["row"] == AVG_RANK) & (df["row_group"] == "rnd")].set_index("column")["mean"]
     assert ranks["DyG-Mamba"] == 2.0 and ranks["DyGFormer"] == 1.5 and ranks["TCL"] == 2.5

@@ -103,7 +103,7 @@ def covered(df: pd.DataFrame, paper: str, artifact: str, metric: str, *, row_gro
         return t
 
     read = pick(df).dropna(subset=["mean"]) if not df.empty else df
-    return read, missing_cells(read, pick(published.load(paper)))
+    return read, missing_cells(read, pick(published.load(paper)).dropna(subset=["mean"]))  # a cell printed empty ("—") is not asked for
 
 
 def incomplete(missing: list[str], what: str, shown: int = 4) -> str:
@@ -129,7 +129,7 @@ def judge(claim: dict, df: pd.DataFrame) -> dict:
     else:
         verdict, detail = PENDING, "no rule implemented yet for this claim"
     if claim.get("never_here"):
-        would = f" (this machine's cells give: {verdict}: {detail})" if name and not read.empty else ""
+        would = f" (not a verdict: what this machine's cells show: {detail})" if name and not read.empty else ""
         verdict, detail = NEVER, claim["never_here"] + would
     elif verdict == PENDING and read.empty and name:
         detail = f"no reproduced cells of {claim['artifact']} at this scale; {detail}"

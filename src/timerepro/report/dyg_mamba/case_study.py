@@ -63,6 +63,8 @@ def _case_study_rows(records: list[dict]) -> list[dict]:
         r = rs[0]
         with np.load(r["dir"] / "case_study.npz") as z:
             cos, sim = z["cos_target_0"], z["sim_layers_0"]
+            # (L,) 1 where u's neighbour at that position is the target v (C24's peak); absent in older records
+            is_target = (z["u_neighbours_0"] == z["dst"][0]).astype(float) if "u_neighbours_0" in z.files else None
             edge = f"{int(z['src'][0])}->{int(z['dst'][0])} at t={float(z['ts'][0]):g}, {dataset_of(r['config'])} seed {r['config']['seed']}"
         label = MODEL_LABELS[model]
         span = float(cos.max() - cos.min())
@@ -72,6 +74,10 @@ def _case_study_rows(records: list[dict]) -> list[dict]:
                          "mean": float(c), "std": 0.0, "n_runs": 1, "_records": [r], "note": f"edge {edge}"})
             rows.append({"row_group": "B", "row": label, "column": str(i + 1), "metric": "cosine_similarity_to_target_normalised",
                          "mean": float(n), "std": 0.0, "n_runs": 1, "_records": [r], "note": "min-max over the positions"})
+            if is_target is not None:
+                rows.append({"row_group": "B", "row": label, "column": str(i + 1), "metric": "neighbour_is_target",
+                             "mean": float(is_target[i]), "std": 0.0, "n_runs": 1, "_records": [r],
+                             "note": "1: u's neighbour at this position is the target node"})
         for i in range(sim.shape[0]):
             for j in range(sim.shape[1]):
                 rows.append({"row_group": f"C-D {label}", "row": str(i + 1), "column": str(j + 1),

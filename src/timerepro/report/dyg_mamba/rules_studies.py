@@ -7,46 +7,90 @@ import numpy as np
 import pandas as pd
 
 from ..aggregate import TIME_PER_EPOCH
-from ..claims import FAILS, HOLDS, PENDING, on_standins, rule, withheld_on_standins
-from .common import ABLATION_VARIANTS, OURS, PEAK_MEM, RIVAL, SAVED_MEM, TIME_STEP, VARIANT_LABELS, published_quote
+from ..claims import FAILS, HOLDS, PENDING, rule
+from .common import ABLATION_VARIANTS, AVG_RANK, OURS, PEAK_MEM, RIVAL, SAVED_MEM, TIME_STEP, VARIANT_LABELS, published_quote
+
+
+IMPROVEMENT_TOLERANCE = 0.3  # points around the stated figure (reference/papers/dyg_mamba.yaml C10 `check:`)
+AUC_SOURCES = {"dynamic_link_prediction": ("table9", "table11"), "dynamic_node_classification": ("table3",)}
+
+
+def _tables_improvement(frame: pd.DataFrame, artifacts) -> float:
+    """100 (mean AUC of DyG-Mamba / mean AUC of DyGFormer - 1) over the table cells both have: Figure 6 (A)'s
+    aggregate (case_study.dm_fig6) on printed tables (the paper's own tables give 2.94% and 2.53%, A15)."""
+    t = frame[frame["artifact"].isin(artifacts) & frame["metric"].str.startswith("AUC_") & (frame["row"] != AVG_RANK)]
+    both = t.pivot_table(index=["artifact", "metric", "row"], columns="column", values="mean")[[OURS, RIVAL]].dropna()
+    return float(100 * (both[OURS].mean() / both[RIVAL].mean() - 1))
 
 
 @rule("dm_c10")
 def dm_c10(df):
-    """C10: DyG-Mamba's average AUC exceeds DyGFormer's for link prediction and node classification (the stated
-    3.64% / 1.83% cannot be matched from the tables, A15: judged on the sign)."""
-    t = df[(df["artifact"] == "fig6") & (df["metric"] == "avg_AUC_improvement_vs_DyGFormer_pct")].set_index("row")["mean"]
-    need = [r for r in ("dynamic_link_prediction", "dynamic_node_classification") if r not in t]
+    """C10: DyG-Mamba's average AUC exceeds DyGFormer's by 3.64% (link prediction) and 1.83% (node classification).
+    The averaging scope is unstated and the paper's own Tables 9 + 11 and 3 give 2.94% and 2.53% (A15), so each
+    reproduced improvement must lie between the stated figure and the one its tables give, widened by
+    IMPROVEMENT_TOLERANCE points either side: the size of the gain is judged, not only its sign."""
+    read = df[(df["artifact"] == "fig6") & (df["metric"] == "avg_AUC_improvement_vs_DyGFormer_pct")]
+    t = read.set_index("row")["mean"]
+    need = [r for r in AUC_SOURCES if r not in t]
     if need:
-        return PENDING, f"fig6 (A) lacks {', '.join(need)}"
-    ok = bool((t > 0).all())
-
-    def stated(pub) -> str:
-        p = pub[(pub["artifact"] == "fig6") & (pub["metric"] == "avg_AUC_improvement_vs_DyGFormer_pct")].set_index("row")["mean"]
-        return f"{p['dynamic_link_prediction']:+.2f}%, {p['dynamic_node_classification']:+.2f}%"
-
-    return (HOLDS if ok else FAILS), (f"improvement: link prediction {t['dynamic_link_prediction']:+.2f}%, node classification "
-                                      f"{t['dynamic_node_classification']:+.2f}% (published {published_quote(stated)})")
+        return PENDING, f"fig6 (A) lacks {', '.join(need)}", read
+    band = published_quote(lambda pub: {
+        r: sorted((float(pub[(pub["artifact"] == "fig6") & (pub["row"] == r)
+                             & (pub["metric"] == "avg_AUC_improvement_vs_DyGFormer_pct")]["mean"].iloc[0]),
+                   _tables_improvement(pub, arts))) for r, arts in AUC_SOURCES.items()})
+    if not isinstance(band, dict):
+        return PENDING, "the published values lack the stated improvements", read
+    inside = {r: band[r][0] - IMPROVEMENT_TOLERANCE <= t[r] <= band[r][1] + IMPROVEMENT_TOLERANCE for r in AUC_SOURCES}
+    return (HOLDS if all(inside.values()) else FAILS), "; ".join(
+        f"{r.replace('dynamic_', '').replace('_', ' ')} {t[r]:+.2f}% (holds in [{band[r][0] - IMPROVEMENT_TOLERANCE:.2f}, "
+        f"{band[r][1] + IMPROVEMENT_TOLERANCE:.2f}]: the stated figure and the published tables' "
+        f"{band[r][0]:.2f}-{band[r][1]:.2f}, +/- {IMPROVEMENT_TOLERANCE}){'' if ok else ' NOT'}" for r, ok in inside.items()), read
 
 
 def _fig3(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["artifact"] == "fig3"]
 
 
+PAPER_LENGTH = 2048  # Figure 3's longest length, where C11 is stated (GPU: an RTX A6000)
+SPEEDUP_SHARE = 0.9  # C11: "8.9x" judged as at least 90% of it (>= ~8, reference check; hardware-dependent)
+SAVING_TOLERANCE = 5.0  # C11: "77.2% less GPU memory" judged within 5 points
+
+
+def _on_gpu_at_paper_length(df) -> tuple[str | None, pd.DataFrame]:
+    """Why Figure 3's cost rows cannot decide a claim about L = 2048 on a GPU (or None), and the cost rows."""
+    cost = _fig3(df)
+    cost = cost[(cost["row_group"] == "cost") & cost["column"].astype(str).str.isdigit()]
+    if cost.empty:
+        return "fig3 has no cost measurement at this scale", cost
+    top = int(cost["column"].astype(int).max())
+    devices = sorted({str(n).replace("device ", "") for n in cost.get("note", pd.Series(dtype=str)).dropna()}) or ["unknown"]
+    if top < PAPER_LENGTH or not all(d.startswith("cuda") for d in devices):
+        return (f"fig3 measured up to L = {top} on {', '.join(devices)}; the claim is about L up to {PAPER_LENGTH} on a "
+                "GPU (decided by the paper-scale cost runs or benchmarks/dyg_mamba_scaling.py on a CUDA GPU)"), cost
+    return None, cost
+
+
 @rule("dm_c11")
 def dm_c11(df):
-    """C11: at the longest measured length DyG-Mamba is faster than DyGFormer and uses less memory (the 8.9x and
-    77.2% are GPU figures at 2048 with mamba_ssm's kernel: judged on the direction, hardware-dependent)."""
+    """C11: at L = 2048 on a GPU DyG-Mamba is 8.9x faster than DyGFormer (holds from SPEEDUP_SHARE of it) and uses
+    77.2% less GPU memory (within SAVING_TOLERANCE points); a CPU measurement or a shorter length cannot decide it."""
+    why, cost = _on_gpu_at_paper_length(df)
     f = _fig3(df)
-    s = f[f["metric"] == "speedup_vs_DyGFormer_x"]
-    m = f[f["metric"].str.endswith("memory_saving_vs_DyGFormer_pct")]
-    if s.empty or m.empty:
-        return PENDING, "fig3 needs both models at a common sequence length"
-    ok = s["mean"].iloc[0] > 1 and m["mean"].iloc[0] > 0
-    return (HOLDS if ok else FAILS), (f"{s['row_group'].iloc[0]}: DyGFormer / DyG-Mamba time {s['mean'].iloc[0]:.2f}x, memory saved "
-                                      f"{m['mean'].iloc[0]:.1f}% ({m['metric'].iloc[0]}) (published " + published_quote(lambda pub: ", ".join(
-                                          f"{r.metric} {r.mean:g} at {r.row_group}" for r in _fig3(pub).itertuples()))
-                                      + " on an RTX A6000)")
+    at = f[f["row_group"] == f"seq_len={PAPER_LENGTH}"]
+    read = pd.concat([cost, at])
+    s, m = at[at["metric"] == "speedup_vs_DyGFormer_x"], at[at["metric"] == "gpu_memory_saving_vs_DyGFormer_pct"]
+    if why or s.empty or m.empty:
+        return PENDING, why or f"fig3 has no DyG-Mamba vs DyGFormer comparison at L = {PAPER_LENGTH} on a GPU", read
+    stated = published_quote(lambda pub: _fig3(pub).set_index("metric")["mean"].to_dict())
+    if not isinstance(stated, dict):
+        return PENDING, "the published values lack C11's figures", read
+    speed, saving = float(s["mean"].iloc[0]), float(m["mean"].iloc[0])
+    ok = speed >= SPEEDUP_SHARE * stated["speedup_vs_DyGFormer_x"] and \
+        abs(saving - stated["gpu_memory_saving_vs_DyGFormer_pct"]) <= SAVING_TOLERANCE
+    return (HOLDS if ok else FAILS), (f"L = {PAPER_LENGTH}: DyGFormer / DyG-Mamba time {speed:.2f}x (holds from "
+                                      f"{SPEEDUP_SHARE * stated['speedup_vs_DyGFormer_x']:.2f}x), GPU memory saved "
+                                      f"{saving:.1f}% (stated {stated['gpu_memory_saving_vs_DyGFormer_pct']:g}% +/- "
+                                      f"{SAVING_TOLERANCE:g})"), read
 
 
 def _exponents(df) -> dict:
@@ -55,28 +99,33 @@ def _exponents(df) -> dict:
     return {(r.row, r.metric.replace("growth_exponent_", "")): r.mean for r in e.itertuples()}
 
 
+def _exponent_rule(df, limits: dict[tuple[str, str], tuple[str, float]], what: str):
+    """Holds when every (model, measure) growth exponent is below ('<') or above ('>') its limit, measured on a GPU
+    up to L = 2048 (the upper half of the lengths: efficiency.growth_exponent)."""
+    why, cost = _on_gpu_at_paper_length(df)
+    f = _fig3(df)
+    read = pd.concat([cost, f[f["metric"].str.startswith("growth_exponent_")]])
+    e = _exponents(df)
+    if why or any(k not in e or np.isnan(e[k]) for k in limits):
+        return PENDING, why or "fig3 needs at least two sequence lengths per model", read
+    ok = all(e[k] < v if op == "<" else e[k] > v for k, (op, v) in limits.items())
+    return (HOLDS if ok else FAILS), (f"{what}: " + ", ".join(f"{m} {k} {e[(m, k)]:.2f} ({op} {v})"
+                                                              for (m, k), (op, v) in limits.items())), read
+
+
 @rule("dm_c12")
 def dm_c12(df):
-    """C12: DyG-Mamba's time and memory grow about linearly with L (exponent < 1.3), DyGFormer's clearly faster
-    (memory exponent > 1.5 at long L)."""
-    e = _exponents(df)
-    keys = [(OURS, TIME_STEP), (OURS, PEAK_MEM), (RIVAL, PEAK_MEM)]
-    if any(k not in e or np.isnan(e[k]) for k in keys):
-        return PENDING, "fig3 needs at least two sequence lengths per model"
-    ok = e[(OURS, TIME_STEP)] < 1.3 and e[(OURS, PEAK_MEM)] < 1.3 and e[(RIVAL, PEAK_MEM)] > 1.5
-    return (HOLDS if ok else FAILS), ("exponents: " + ", ".join(f"{m} {k} {v:.2f}" for (m, k), v in sorted(e.items())))
+    """C12: DyG-Mamba's time and memory grow about linearly with L (exponent < 1.3), DyGFormer's quadratically
+    (memory exponent > 1.5), measured on a GPU up to L = 2048."""
+    return _exponent_rule(df, {(OURS, TIME_STEP): ("<", 1.3), (OURS, PEAK_MEM): ("<", 1.3), (RIVAL, PEAK_MEM): (">", 1.5)},
+                          "growth exponents")
 
 
 @rule("dm_c23")
 def dm_c23(df):
-    """C23: memory O(bLd) for DyG-Mamba vs O(bL^2 d) for DyGFormer: the autograd-saved activations' exponents
-    (machine-independent) near 1 and near 2."""
-    e = _exponents(df)
-    keys = [(OURS, SAVED_MEM), (RIVAL, SAVED_MEM)]
-    if any(k not in e or np.isnan(e[k]) for k in keys):
-        return PENDING, "fig3 needs at least two sequence lengths per model"
-    ok = e[keys[0]] < 1.3 and e[keys[1]] > 1.5
-    return (HOLDS if ok else FAILS), f"saved-activation exponents: {OURS} {e[keys[0]]:.2f}, {RIVAL} {e[keys[1]]:.2f}"
+    """C23: memory O(bLd) for DyG-Mamba vs O(bL^2 d) for DyGFormer: the autograd-saved activations' exponents near 1
+    (< 1.3) and near 2 (> 1.5), up to L = 2048 (at short L the linear terms hide the quadratic one)."""
+    return _exponent_rule(df, {(OURS, SAVED_MEM): ("<", 1.3), (RIVAL, SAVED_MEM): (">", 1.5)}, "saved-activation exponents")
 
 
 def _bubble(df, artifact):
@@ -189,46 +238,76 @@ def dm_c18(df):
         f"{ds}: " + ", ".join(f"{m} {v:.2f}" for m, v in row.dropna().items()) for ds, row in drop.iterrows())
 
 
+C19_LENGTH = "512"  # Table 1's criteria are stated at L = 512 (batch 200)
+C19_NOISE, C19_DROP = 0.5, 10.0  # "< 10% drop at 50% noise" (relative AP drop, %)
+
+
 @rule("dm_c19")
 def dm_c19(df):
-    """C19 (Table 1's criteria): DyG-Mamba's step at L = 512 is faster and lighter than GraphMixer's, and its AP drops
-    less than 10% (relative) with 50% noise. Timing: this machine, sequence_cost runs; noise: Figures 8-9 runs."""
+    """C19 (Table 1's criteria), both halves: at L = 512 DyG-Mamba's step is faster and lighter than GraphMixer's
+    (this machine's sequence_cost runs), and its AP drops less than 10% (relative) at 50% noise on every dataset of
+    Figures 8-9. Without either half (no L = 512 measurement, no noise rows) it cannot be evaluated yet."""
     f3 = df[(df["artifact"] == "fig3") & df["metric"].isin([TIME_STEP, PEAK_MEM])]
-    ref = f3[f3["row"] == "GraphMixer"]["column"]
-    at = ref.iloc[0] if len(ref) else "512"  # GraphMixer's measured length (512 at paper scale)
-    f = f3[f3["column"] == at]
-    p = _noise_drop(df)
-    parts, verdicts = [], []
-    if {OURS} <= set(f["row"]):
-        parts.append(f"fig3 at L={at}: " + ", ".join(f"{r.row} {r.metric} {r.mean:.3g}" for r in f.itertuples()))
-    if not p.empty and 0.0 in p.columns and 0.5 in p.columns:
-        rel = (100 * (p[0.0] - p[0.5]) / p[0.0]).unstack()
-        if OURS in rel:
-            r = rel[OURS].dropna()
-            verdicts.append(bool((r < 10).all()))
-            parts.append("relative AP drop at 50% noise: " + ", ".join(f"{ds} {v:.1f}%" for ds, v in r.items()))
+    f = f3[f3["column"].astype(str) == C19_LENGTH]
+    noise = df[df["artifact"].isin(["fig8", "fig9"]) & (df["metric"] == "AP_random_noise")]
+    read = pd.concat([f, noise[noise["row"] == OURS]])
     if not {"GraphMixer", OURS} <= set(f["row"]):
-        return PENDING, ("the time/memory criteria need GraphMixer's and DyG-Mamba's measurements at one length "
-                         "(cost_graphmixer, cost_dyg_mamba); " + "; ".join(parts))
+        measured = sorted({str(c) for c in f3["column"]}, key=lambda c: int(c) if c.isdigit() else 0)
+        return PENDING, (f"the time/memory criteria need GraphMixer's and DyG-Mamba's measurements at L = {C19_LENGTH} "
+                         f"(measured lengths: {', '.join(measured) or 'none'})"), read
+    p = _noise_drop(df)
+    ours = p.xs(OURS, level="row") if not p.empty and OURS in p.index.get_level_values("row") else pd.DataFrame()
+    datasets = sorted(set(noise["row_group"]))
+    lacking = [ds for ds in datasets if ours.empty or ds not in ours.index or
+               any(x not in ours.columns or np.isnan(ours.loc[ds, x]) for x in (0.0, C19_NOISE))]
+    if not datasets or lacking:
+        return PENDING, (f"the noise criterion needs DyG-Mamba's AP at 0% and {C19_NOISE:.0%} noise on every dataset of "
+                         f"Figures 8-9 (lacks: {', '.join(lacking) or 'every dataset'})"), read
+    rel = 100 * (ours[0.0] - ours[C19_NOISE]) / ours[0.0]
     g, o = f[f["row"] == "GraphMixer"].set_index("metric")["mean"], f[f["row"] == OURS].set_index("metric")["mean"]
-    verdicts.append(bool(o[TIME_STEP] < g[TIME_STEP] and o[PEAK_MEM] < g[PEAK_MEM]))
-    verdict, detail = (HOLDS if all(verdicts) else FAILS), "; ".join(parts)
-    return withheld_on_standins(verdict, detail) if on_standins(df, "fig8, fig9") else (verdict, detail)
+    ok = bool(o[TIME_STEP] < g[TIME_STEP] and o[PEAK_MEM] < g[PEAK_MEM]) and bool((rel < C19_DROP).all())
+    return (HOLDS if ok else FAILS), (f"L = {C19_LENGTH}: " + ", ".join(f"{r.row} {r.metric} {r.mean:.3g}" for r in f.itertuples())
+                                      + f"; relative AP drop at {C19_NOISE:.0%} noise (holds below {C19_DROP:g}%): "
+                                      + ", ".join(f"{ds} {v:.1f}%" for ds, v in rel.items())), read
+
+
+FIG1_ARMS = ("vMamba", RIVAL, "GraphMixer")
 
 
 @rule("dm_c20")
 def dm_c20(df):
-    """C20: vMamba below DyGFormer, and DyGFormer with vs without time differs significantly (t-test p < 0.05)."""
+    """C20, all three parts: (1) vMamba below DyGFormer (transductive, every dataset); (2) removing time mainly hurts
+    DyGFormer: significantly (t-test p < 0.05 on every dataset) and more than it hurts vMamba and GraphMixer (mean AP
+    drop); (3) vMamba degrades more inductively: its gap to DyGFormer is larger inductive than transductive. Every
+    arm with and without time must be there in both settings on every dataset."""
     t = df[(df["artifact"] == "fig1")]
-    ap = t[(t["metric"] == "AP_random") & (t["row_group"] == "transductive")].pivot_table(index="column", columns="row", values="mean")
-    pv = t[(t["metric"] == "p_value_ttest") & (t["row"] == "DyGFormer vs DyGFormer w/o time") & (t["row_group"] == "transductive")]
-    if ap.empty or not {"vMamba", RIVAL} <= set(ap.columns) or pv.empty or pv["mean"].isna().all():
-        return PENDING, "fig1 needs vMamba, DyGFormer and DyGFormer w/o time with at least two runs each"
-    below = bool((ap["vMamba"] < ap[RIVAL]).all())
+    read = t[t["metric"].isin(["AP_random", "p_value_ttest"])]
+    ap = {s: t[(t["metric"] == "AP_random") & (t["row_group"] == s)].pivot_table(index="column", columns="row", values="mean")
+          for s in ("transductive", "inductive")}
+    pv = t[(t["metric"] == "p_value_ttest") & (t["row"] == f"{RIVAL} vs {RIVAL} w/o time") & (t["row_group"] == "transductive")]
+    arms = [a for m in FIG1_ARMS for a in (m, f"{m} w/o time")]
+    datasets = sorted(set(t[t["metric"] == "AP_random"]["column"]))
+    lacking = [f"{s} {a} {ds}" for s, p in ap.items() for a in (arms if s == "transductive" else ("vMamba", RIVAL))
+               for ds in datasets if a not in p.columns or ds not in p.index or np.isnan(p.loc[ds, a])]
+    if not datasets:
+        return PENDING, "fig1 has no reproduced AP cells at this scale", read
+    no_p = [ds for ds in datasets if ds not in set(pv.dropna(subset=["mean"])["column"])]
+    if lacking or no_p:
+        return PENDING, (f"fig1 needs every arm with and without time on every dataset (lacks: {', '.join(lacking[:4]) or 'none'}"
+                         f"{' ...' if len(lacking) > 4 else ''}) and two runs a side for DyGFormer's t-test (lacks: "
+                         f"{', '.join(no_p) or 'none'})"), read
+    tr, ind = ap["transductive"].loc[datasets], ap["inductive"].loc[datasets]
+    below = bool((tr["vMamba"] < tr[RIVAL]).all())
     sig = bool((pv["mean"] < 0.05).all())
-    return (HOLDS if below and sig else FAILS), (f"vMamba below DyGFormer on {int((ap['vMamba'] < ap[RIVAL]).sum())} of {len(ap)} datasets; "
-                                                 "p(DyGFormer with vs w/o time): " + ", ".join(f"{r.column} {r.mean:.3g}" for r in pv.itertuples()))
-
+    drop = {m: float((tr[m] - tr[f"{m} w/o time"]).mean()) for m in FIG1_ARMS}
+    mainly = drop[RIVAL] > max(drop["vMamba"], drop["GraphMixer"])
+    gap = {s: float((a[RIVAL] - a["vMamba"]).mean()) for s, a in (("transductive", tr), ("inductive", ind))}
+    ok = below and sig and mainly and gap["inductive"] > gap["transductive"]
+    return (HOLDS if ok else FAILS), (
+        f"(1) vMamba below DyGFormer on {int((tr['vMamba'] < tr[RIVAL]).sum())} of {len(tr)} datasets; (2) p(DyGFormer "
+        "with vs w/o time): " + ", ".join(f"{r.column} {r.mean:.3g}" for r in pv.itertuples())
+        + "; mean AP drop without time: " + ", ".join(f"{m} {v:.2f}" for m, v in drop.items())
+        + f"; (3) DyGFormer - vMamba: transductive {gap['transductive']:.2f}, inductive {gap['inductive']:.2f}"), read
 
 
 @rule("dm_c22")
@@ -244,12 +323,26 @@ def dm_c22(df):
 
 @rule("dm_c24")
 def dm_c24(df):
-    """C24: DyG-Mamba's similarity to the target peaks at the target's own position in u's sequence (or, without it,
-    is less uniform than DyGFormer's: larger spread of the raw cosine)."""
-    t = df[(df["artifact"] == "fig6") & (df["row_group"] == "B") & (df["metric"] == "cosine_similarity_to_target")]
-    if t.empty or not {OURS, RIVAL} <= set(t["row"]):
-        return PENDING, "fig6 (B) needs the case study of both models"
-    spread = t.groupby("row")["mean"].agg(lambda s: float(s.max() - s.min()))
-    ok = spread[OURS] > spread[RIVAL]
-    return (HOLDS if ok else FAILS), (f"spread of the cosine similarity over u's positions: {OURS} {spread[OURS]:.3f}, {RIVAL} "
-                                      f"{spread[RIVAL]:.3f} (qualitative: the paper's DyGFormer is nearly uniform)")
+    """C24: DyG-Mamba's cosine similarity to the target peaks at a position of u's history that holds the target
+    node, while DyGFormer's is nearly uniform (its spread over the positions below DyG-Mamba's). The positions come
+    from Figure 6 (B)'s `neighbour_is_target` rows (the case study's `u_neighbours`); without them, or with no target
+    in u's history, it cannot be evaluated yet."""
+    b = df[(df["artifact"] == "fig6") & (df["row_group"] == "B")]
+    read = b[b["metric"].isin(["cosine_similarity_to_target", "neighbour_is_target"])]
+    cos = read[read["metric"] == "cosine_similarity_to_target"].pivot_table(index="column", columns="row", values="mean")
+    if cos.empty or not {OURS, RIVAL} <= set(cos.columns):
+        return PENDING, "fig6 (B) needs the case study of both models", read
+    spread = {m: float(cos[m].max() - cos[m].min()) for m in (OURS, RIVAL)}
+    shown = f"spread of the cosine over u's positions: {OURS} {spread[OURS]:.3f}, {RIVAL} {spread[RIVAL]:.3f}"
+    hit = read[(read["metric"] == "neighbour_is_target") & (read["row"] == OURS)]
+    if hit.empty:
+        return PENDING, ("the case study does not record which of u's positions hold the target (case_study.npz has no "
+                         f"u_neighbours: tasks/probes/case_study.py), so the peak at the target cannot be located ({shown})"), read
+    at = set(hit[hit["mean"] > 0.5]["column"].astype(str))
+    if not at:
+        return PENDING, f"the target never occurs in u's history of the case-study edge ({shown})", read
+    ours = cos[OURS].dropna()
+    peak = str(ours.idxmax())
+    ok = peak in at and spread[OURS] > spread[RIVAL]
+    return (HOLDS if ok else FAILS), (f"{OURS}'s largest cosine at position {peak} (target at {', '.join(sorted(at, key=int))}); "
+                                      f"{shown}"), read
