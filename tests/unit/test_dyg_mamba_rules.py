@@ -100,6 +100,14 @@ def test_c13_and_c22_bubbles():
     datasets = ["UCI", "Enron", "LastFM", "Reddit"]
     assert rs.dm_c22(bubbles("fig10", datasets, ap, time, params))[0] == HOLDS
     assert rs.dm_c22(bubbles("fig10", datasets, ap | {RIVAL: 99.0}, time, params))[0] == FAILS
+    assert rs.dm_c22(bubbles("fig10", datasets[:3], ap, time, params))[0] == PENDING  # Reddit missing
+
+
+def test_table5_claims_need_all_four_datasets():
+    pub = published_frame("dyg_mamba")
+    one = pub[~((pub["artifact"] == "table5") & (pub["row"] != "UCI"))]
+    for rule in (rs.dm_c15, rs.dm_c16):
+        assert rule(pub)[0] == HOLDS and rule(one)[0] == PENDING
 
 
 # ------------------------------------------------------------------ Figures 5, 11, 7, 8-9: C14, C17, C18
