@@ -56,6 +56,22 @@ def withheld_on_standins(verdict: str, detail: str) -> tuple[str, str]:
     return PENDING, f"on synthetic stand-ins only (would be {verdict}): {detail}"
 
 
+def real_rows(read: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `read` computed on real data (no synthetic stand-in behind them): the part of an incomplete or
+    partly stand-in table that can still refute a claim about every cell."""
+    if read.empty or "data_kind" not in read.columns:
+        return read
+    return read[~read["data_kind"].map(datakind.proves_pipeline_only)]
+
+
+def data_of(rows: pd.DataFrame) -> str:
+    """The data behind some rows, as a verdict names it: their `data` labels with kind and scale, e.g. "real UCI,
+    minute resolution, package copy (package_copy, offline)"."""
+    cols = [c for c in ("data", "data_kind", "scale") if c in rows.columns]
+    seen = dict.fromkeys(tuple("" if pd.isna(v) else str(v) for v in r) for r in rows[cols].itertuples(index=False))
+    return "; ".join(f"{d[0]} ({', '.join(x for x in d[1:] if x)})" if len(d) > 1 else d[0] for d in seen) or "no cells"
+
+
 def cells_of(df: pd.DataFrame, artifacts: str) -> pd.DataFrame:
     """The rows of a claim's artifacts ("fig8, fig9") that carry a number (placeholders dropped)."""
     if df.empty:
@@ -123,6 +139,8 @@ def judge(claim: dict, df: pd.DataFrame) -> dict:
             read = out[2].dropna(subset=["mean"]) if "mean" in out[2].columns else out[2]
         if on_standins(read):
             verdict, detail = withheld_on_standins(verdict, detail)
+            if not real_rows(read).empty:  # not "only": some of the cells it read are real
+                detail = detail.replace("on synthetic stand-ins only", "partly on synthetic stand-ins", 1)
         elif verdict in (HOLDS, FAILS) and read.empty:  # it read cells it does not name: their data is unknown
             verdict, detail = PENDING, (f"the rule read no cell of {claim['artifact']} and names none it read, so "
                                         f"their data cannot be checked (would be {verdict}): {detail}")
