@@ -1,0 +1,486 @@
+"""Every link-prediction model that has a reference implementation against it, in one table (issue 27, item 1).
+
+Rows: TGAT, DyGFormer, TGN, CAWN, TCL, GraphMixer, JODIE, DyRep, EdgeBank against DyGLib
+(github.com/yule-BUAA/DyGLib); DyG-Mamba against its authors' code (github.com/Clearloveyuan/DyG-Mamba) whose
+Mamba blocks run on mamba_ssm's pure-PyTorch reference functions (`selective_scan_ref`, `rms_norm_ref`, read from
+a state-spaces/mamba checkout into stand-in modules by the fixture builder's `_mamba_ssm_shims`; mamba_ssm's CUDA
+and Triton kernels and causal_conv1d are absent, so the authors' nn.Conv1d path runs). The other references
+(SWINIT, EasyTPP's runner, Hawkes Attention, TimeLSTM) are printed as "not measured yet" rows with the reason.
+Reference code is read from local checkouts given on the command line, never vendored.
+
+Protocol, the same for both sides of a row:
+* graph: `neighbors_bench.synthetic_uci` (1,899 nodes, 59,835 edges over 196 days), zero node and edge features
+  of width 172 (as DyGLib gives UCI); training neighbours from the edges up to the 70% time quantile, evaluation
+  neighbours from all edges;
+* configuration: DyGLib's best for UCI (`utils/load_configs.py`) on the reference side; on the project side
+  params/models.yaml's defaults with `dataset: uci` through the task's effective config (the same values);
+  DyG-Mamba: the authors' UCI setting (`load_link_prediction_mamba`: history length 1024, training batch 20);
+* one process per (implementation, model, seed), the reference's and the project's alternately, each with
+  `--threads` torch threads (OMP/MKL too); peak memory is the process's peak resident set (imports included);
+* steps: batches of the training edges from edge 30,000 on, each with as many random negatives (the positive
+  sources, uniformly drawn destinations, the same draws on both sides); one untimed warm-up step, then
+  `--batches` timed training steps (scores, BCE, backward, Adam at lr 1e-4; memory models commit the batch),
+  then `--batches` + 1 evaluation steps on the following edges (no gradients, first untimed);
+* metric after those steps: the mean training loss of the timed steps and the AP of the evaluation batches
+  (positives against their negatives, pooled). The two sides start from their own seeded initialisations (the
+  weights are not shared here: `graph_dyglib_bench.py` does that for TGAT and DyGFormer), so the metrics are
+  two draws of one process, to be read against their spread over the seeds;
+* floor (DyGFormer only): `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
+  shapes; the reference step time over it bounds what an exact float32 implementation can gain.
+Throughput is batches per second; a ratio is project / reference, the median over the seeds.
+
+Run (from the repository root, with the project's .venv and PYTHONPATH=src; einops on the path for DyG-Mamba):
+    PYTHONPATH=src:/path/to/pylib nice -n 19 python benchmarks/reference_table.py --dyglib DIR \
+        --dyg-mamba DIR --mamba-ssm DIR [--seeds 3] [--batches 3] [--threads 1] [--models tgat ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+N_FEAT, START, LR = 172, 30000, 1e-4
+
+# reference configuration per model: DyGLib's best for UCI (utils/load_configs.py:76-234 and argparse defaults
+# :16-39: time_feat_dim 100, num_heads 2, position_feat_dim 172, walk_length 1, num_walk_heads 8, time_gap 2000,
+# channel_embedding_dim 50); DyG-Mamba: its load_link_prediction_mamba for uci (load_configs.py:111-197)
+REFERENCE = {
+    "tgat": dict(cls="TGAT", num_neighbors=20, num_layers=2, dropout=0.1, strategy="recent"),
+    "dygformer": dict(cls="DyGFormer", num_layers=2, dropout=0.1, max_len=32, patch=1, strategy="recent"),
+    "tgn": dict(cls="TGN", num_neighbors=10, num_layers=1, dropout=0.1, strategy="recent"),
+    "cawn": dict(cls="CAWN", num_neighbors=64, dropout=0.1, strategy="time_interval_aware", scaling=1e-6),
+    "tcl": dict(cls="TCL", num_neighbors=20, num_layers=2, dropout=0.0, strategy="recent"),
+    "graphmixer": dict(cls="GraphMixer", num_neighbors=20, num_layers=2, dropout=0.4, strategy="recent"),
+    "jodie": dict(cls="JODIE", num_neighbors=10, num_layers=1, dropout=0.4, strategy="recent"),
+    "dyrep": dict(cls="DyRep", num_neighbors=10, num_layers=1, dropout=0.0, strategy="recent"),
+    "edgebank": dict(cls="EdgeBank", memory="unlimited_memory"),
+    "dyg_mamba": dict(cls="DyGMamba", num_layers=2, dropout=0.1, max_len=1024, batch=20, strategy="recent"),
+}
+MODELS = tuple(REFERENCE)
+MEMORY = ("tgn", "jodie", "dyrep")
+SOURCE = {"dyg_mamba": "DyG-Mamba authors (selective_scan_ref)"}  # else DyGLib
+# references not measured yet, with the reason (printed as rows of the table)
+NOT_MEASURED = {
+    "swinit": ("GNN_SWINIT authors", "their modules import torch_geometric (not in the project's .venv); "
+               "benchmarks/swinit_speed.py times the project only; a scratch venv with PyG is needed"),
+    "easytpp (8 baselines)": ("EasyTPP runner", "EasyTPP's runner (its config YAMLs, data loaders, torch trainer) "
+                              "not driven here yet; the project trains EasyTPP's classes with its own loop"),
+    "hawkes_attention": ("Hawkes Attention authors", "not wired yet (the authors' modules are in the equivalence "
+                         "fixtures; their training loop is not)"),
+    "time_lstm": ("TimeLSTM authors", "Theano / Python 2 code: cannot run beside torch here"),
+}
+
+
+def batch_size(name: str) -> int:
+    return REFERENCE[name].get("batch", 200)
+
+
+# ------------------------------------------------------------------ shared inputs
+
+def graph():
+    """(src, dst, ts, eids), zero node and edge tables, and the training mask (edges up to the 70% quantile)."""
+    sys.path.insert(0, str(HERE))
+    from neighbors_bench import synthetic_uci
+
+    src, dst, ts, eids = synthetic_uci(0)
+    n_nodes = int(max(src.max(), dst.max())) + 1
+    train = ts <= np.quantile(ts, 0.70)
+    return (src, dst, ts, eids, np.zeros((n_nodes, N_FEAT), np.float32), np.zeros((len(src) + 1, N_FEAT), np.float32),
+            train)
+
+
+def batches(src, dst, ts, eids, n: int, first: int, size: int, seed: int):
+    """n batches of `size` edges from edge START + first * size on, each with random negative destinations."""
+    rng = np.random.RandomState(seed * 1000 + first)
+    out = []
+    for i in range(first, first + n):
+        sl = slice(START + i * size, START + (i + 1) * size)
+        out.append((src[sl], dst[sl], ts[sl], eids[sl], rng.randint(1, int(dst.max()) + 1, size)))
+    return out
+
+
+# ------------------------------------------------------------------ the reference side
+
+class Reference:
+    """A DyGLib (or DyG-Mamba authors') backbone with DyGLib's MergeLayer, driven as train_link_prediction.py."""
+
+    def __init__(self, name: str, paths: dict, seed: int):
+        import torch
+        from torch import nn
+
+        cfg = REFERENCE[name]
+        self.name, self.cfg, self.torch = name, cfg, torch
+        src, dst, ts, eids, node_feat, edge_feat, train = graph()
+        part = lambda m: SimpleNamespace(src_node_ids=src[m], dst_node_ids=dst[m], node_interact_times=ts[m],  # noqa: E731
+                                         edge_ids=eids[m], labels=np.zeros(int(np.sum(np.ones(len(src))[m]))))
+        self.history = part(np.ones(len(src), bool))
+        if name == "edgebank":
+            sys.path.insert(0, paths["dyglib"])
+            from models.EdgeBank import edge_bank_link_prediction
+
+            self.edge_bank, self.model = edge_bank_link_prediction, None
+            return
+        if name == "dyg_mamba":
+            sys.path.insert(0, str(HERE / "equivalence"))
+            from build_fixtures import _mamba_ssm_shims
+
+            _mamba_ssm_shims(Path(paths["mamba_ssm"]))
+        sys.path.insert(0, paths["dyg_mamba" if name == "dyg_mamba" else "dyglib"])
+        from models.modules import MergeLayer
+        from utils.utils import get_neighbor_sampler
+
+        samplers = [get_neighbor_sampler(part(m), cfg["strategy"], time_scaling_factor=cfg.get("scaling", 0.0), seed=s)
+                    for m, s in ((train, 0), (np.ones(len(src), bool), 1))]
+        self.train_sampler, self.full_sampler = samplers
+        torch.manual_seed(seed)
+        common = dict(node_raw_features=node_feat, edge_raw_features=edge_feat, neighbor_sampler=self.train_sampler,
+                      time_feat_dim=100, dropout=cfg["dropout"], device="cpu")
+        if name == "tgat":
+            from models.TGAT import TGAT
+            backbone = TGAT(num_layers=cfg["num_layers"], num_heads=2, **common)
+        elif name == "dygformer":
+            from models.DyGFormer import DyGFormer
+            backbone = DyGFormer(channel_embedding_dim=50, patch_size=cfg["patch"], num_layers=cfg["num_layers"],
+                                 num_heads=2, max_input_sequence_length=cfg["max_len"], **common)
+        elif name in MEMORY:
+            from models.MemoryModel import MemoryModel, compute_src_dst_node_time_shifts
+            shifts = compute_src_dst_node_time_shifts(src[train], dst[train], ts[train])
+            backbone = MemoryModel(model_name=cfg["cls"], num_layers=cfg["num_layers"], num_heads=2,
+                                   src_node_mean_time_shift=shifts[0], src_node_std_time_shift=shifts[1],
+                                   dst_node_mean_time_shift_dst=shifts[2], dst_node_std_time_shift=shifts[3], **common)
+        elif name == "cawn":
+            from models.CAWN import CAWN
+            backbone = CAWN(position_feat_dim=172, walk_length=1, num_walk_heads=8, **common)
+        elif name == "tcl":
+            from models.TCL import TCL
+            backbone = TCL(num_layers=cfg["num_layers"], num_heads=2, num_depths=cfg["num_neighbors"] + 1, **common)
+        elif name == "graphmixer":
+            from models.GraphMixer import GraphMixer
+            backbone = GraphMixer(num_tokens=cfg["num_neighbors"], num_layers=cfg["num_layers"], **common)
+        else:
+            import contextlib
+
+            from mamba_ssm.models.config_mamba import MambaConfig
+            from models.DyGMamba import DyGMamba
+            config = MambaConfig()
+            config.ssm_cfg = {"d_state": 16, "d_conv": 4, "expand": 2}  # train_link_prediction.py:136-137
+            with contextlib.redirect_stdout(sys.stderr):  # the constructor prints its layers
+                backbone = DyGMamba(config=config, channel_embedding_dim=50, patch_size=1, num_layers=cfg["num_layers"],
+                                    max_input_sequence_length=cfg["max_len"], **common)
+        self.model = nn.Sequential(backbone, MergeLayer(N_FEAT, N_FEAT, N_FEAT, 1))
+        self.loss = nn.BCELoss()
+
+    def optimizer(self):
+        return None if self.model is None else self.torch.optim.Adam(self.model.parameters(), lr=LR)
+
+    def start(self, training: bool) -> None:
+        if self.model is None:
+            return
+        self.model.train(training)
+        if self.name != "jodie":  # JODIE reads no neighbours (DyGLib's loop leaves it out)
+            self.model[0].set_neighbor_sampler(self.train_sampler if training else self.full_sampler)
+        if training and self.name in MEMORY:
+            self.model[0].memory_bank.__init_memory_bank__()
+
+    def _embed(self, src, dst, ts, eids, positive: bool):
+        bb, k = self.model[0], self.cfg.get("num_neighbors")
+        if self.name in ("tgat", "cawn", "tcl"):
+            return bb.compute_src_dst_node_temporal_embeddings(src, dst, ts, num_neighbors=k)
+        if self.name == "graphmixer":
+            return bb.compute_src_dst_node_temporal_embeddings(src, dst, ts, num_neighbors=k, time_gap=2000)
+        if self.name == "dygformer":
+            return bb.compute_src_dst_node_temporal_embeddings(src, dst, ts)
+        if self.name == "dyg_mamba":
+            return bb.compute_src_dst_node_temporal_embeddings(src, dst, ts, edge_ids=eids if positive else None,
+                                                               edges_are_positive=positive)
+        return bb.compute_src_dst_node_temporal_embeddings(src, dst, ts, edge_ids=eids if positive else None,
+                                                           edges_are_positive=positive, num_neighbors=k)
+
+    def probabilities(self, batch):
+        """(B,), (B,) sigmoid scores of the positives and the negatives (memory models: negatives first)."""
+        src, dst, ts, eids, neg_dst = batch
+        if self.model is None:  # EdgeBank: DyGLib's evaluation, the history being every edge before the batch
+            first = int(eids[0]) - 1
+            hist = SimpleNamespace(**{k: v[:first] for k, v in vars(self.history).items()})
+            pos, neg = self.edge_bank(hist, (src, dst), (src, neg_dst), self.cfg["memory"], "fixed_proportion", 0.15)
+            return self.torch.from_numpy(np.asarray(pos)), self.torch.from_numpy(np.asarray(neg))
+        if self.name in MEMORY + ("dyg_mamba",):  # their loops embed the negatives first
+            neg = self._embed(src, neg_dst, ts, None, False)
+            pos = self._embed(src, dst, ts, eids, True)
+        else:
+            pos = self._embed(src, dst, ts, eids, True)
+            neg = self._embed(src, neg_dst, ts, None, False)
+        head = self.model[1]
+        return (head(input_1=pos[0], input_2=pos[1]).squeeze(-1).sigmoid(),
+                head(input_1=neg[0], input_2=neg[1]).squeeze(-1).sigmoid())
+
+    def train_step(self, opt, batch) -> float:
+        torch = self.torch
+        pos, neg = self.probabilities(batch)
+        loss = self.loss(torch.cat([pos, neg]), torch.cat([torch.ones_like(pos), torch.zeros_like(neg)]))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if self.name in MEMORY:
+            self.model[0].memory_bank.detach_memory_bank()
+        return float(loss.item())
+
+    def eval_step(self, batch):
+        with self.torch.no_grad():
+            return self.probabilities(batch)
+
+    def n_parameters(self) -> int:
+        # trainable only: DyGLib's MemoryBank holds its memories as frozen nn.Parameters (state, not weights)
+        return 0 if self.model is None else int(sum(p.numel() for p in self.model.parameters() if p.requires_grad))
+
+
+# ------------------------------------------------------------------ the project's side
+
+def project_config(name: str, seed: int) -> dict:
+    """params/models.yaml's defaults for `name` on UCI, through the task's effective config."""
+    from timerepro.models.registry import model_specs
+    from timerepro.tasks.effective import effective_config
+
+    return effective_config({**model_specs()[name]["defaults"], "model": name, "dataset": "uci", "seed": seed})
+
+
+class Project:
+    """The registry's backbone in `LinkPredictionModel`, driven as tasks/link_prediction/loop.py drives it."""
+
+    def __init__(self, name: str, paths: dict, seed: int):
+        import torch
+        import torch.nn.functional as F
+
+        from timerepro.data.ctdg import CTDGData, LinkSplit
+        from timerepro.graphs.neighbors import TemporalNeighbors
+        from timerepro.models.graph.memory import stream_state
+        from timerepro.tasks import link_prediction as lp
+
+        src, dst, ts, eids, node_feat, edge_feat, train = graph()
+        n = len(src)
+        data = CTDGData("uci", src, dst, ts, eids, np.zeros(n), edge_feat, node_feat, {})
+        val = (~train) & (ts <= np.quantile(ts, 0.85))
+        split = LinkSplit(float(ts[train].max()), float(np.quantile(ts, 0.85)), train, val, ~train & ~val,
+                          np.zeros(n, bool), np.zeros(n, bool), frozenset(), frozenset())
+        self.train_graph = TemporalNeighbors(src[train], dst[train], ts[train], eids[train], num_nodes=len(node_feat))
+        self.full_graph = TemporalNeighbors(src, dst, ts, eids, num_nodes=len(node_feat))
+        torch.manual_seed(seed)
+        config = project_config(name, seed)
+        self.model = lp.build_model(config, data, split, self.train_graph)
+        self.name, self.lp, self.torch, self.F, self.seed = name, lp, torch, F, seed
+        self.state = stream_state(self.model.backbone)
+        self.trainable = lp.trainable(self.model)
+        if name == "edgebank":
+            self.state.reset_state()
+            self.state.observe(src[:START], dst[:START], ts[:START], eids[:START])  # DyGLib: every edge before
+
+    def optimizer(self):
+        return self.lp.adam(self.model, LR) if self.trainable else None
+
+    def start(self, training: bool) -> None:
+        self.model.train(training)
+        graph_, offset = (self.train_graph, 0) if training else (self.full_graph, 1)
+        self.model.backbone.set_graph(graph_, np.random.RandomState(self.seed + offset))
+        if training:
+            self.state.reset_state()
+
+    def train_step(self, opt, batch) -> float:
+        src, dst, ts, eids, neg_dst = batch
+        pos, neg = self.model.score(src, dst, src, neg_dst, ts)
+        logits = self.torch.cat([pos, neg]).float()
+        labels = self.torch.cat([self.torch.ones_like(pos), self.torch.zeros_like(neg)]).float()
+        loss = self.F.binary_cross_entropy_with_logits(logits, labels)
+        opt.zero_grad()
+        loss.backward()
+        self.state.observe(src, dst, ts, eids)
+        opt.step()
+        self.state.detach_state()
+        return float(loss.item())
+
+    def eval_step(self, batch):
+        src, dst, ts, eids, neg_dst = batch
+        with self.torch.no_grad():
+            pos, neg = self.model.score(src, dst, src, neg_dst, ts)
+            self.state.observe(src, dst, ts, eids)
+        return self.torch.sigmoid(pos.float()), self.torch.sigmoid(neg.float())
+
+    def n_parameters(self) -> int:
+        return int(sum(p.numel() for p in self.model.parameters() if p.requires_grad))
+
+
+# ------------------------------------------------------------------ one process, one measurement
+
+def measure(impl: str, name: str, paths: dict, n: int, threads: int, seed: int) -> dict:
+    import torch
+    from sklearn.metrics import average_precision_score
+
+    torch.set_num_threads(threads)
+    np.random.seed(seed)
+    src, dst, ts, eids, *_ = graph()
+    m = (Reference if impl == "reference" else Project)(name, paths, seed)
+    size = batch_size(name)
+    train_b, eval_b = batches(src, dst, ts, eids, n + 1, 0, size, seed), batches(src, dst, ts, eids, n + 1, n + 1, size, seed)
+    opt = m.optimizer()
+    out = {"n_parameters": m.n_parameters()}
+    if opt is not None:
+        m.start(True)
+        m.train_step(opt, train_b[0])  # warm-up
+        t0 = time.perf_counter()
+        losses = [m.train_step(opt, b) for b in train_b[1:]]
+        out.update(train_bps=n / (time.perf_counter() - t0), loss=float(np.mean(losses)))
+    elif impl == "project":  # EdgeBank: no training; its history is every edge before the batch on both sides
+        for b in train_b:
+            m.state.observe(*b[:4])
+    m.start(False)
+    m.eval_step(eval_b[0])
+    pos, neg = [], []
+    t0 = time.perf_counter()
+    for b in eval_b[1:]:
+        p, q = m.eval_step(b)
+        pos.append(p.float().numpy())
+        neg.append(q.float().numpy())
+    out["eval_bps"] = n / (time.perf_counter() - t0)
+    scores = np.concatenate(pos + neg)
+    labels = np.concatenate([np.ones(sum(map(len, pos))), np.zeros(sum(map(len, neg)))])
+    out["ap"] = float(average_precision_score(labels, scores))
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return out
+
+
+def child(args, impl: str, name: str, seed: int, mode: str = "one") -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
+           "PYTHONHASHSEED": "0"}
+    if mode == "floor":
+        cmd = [sys.executable, str(HERE / "graph_dyglib_bench.py"), "--one", "project", "dygformer", "floor",
+               "--dyglib", args.dyglib, "--threads", str(args.threads)]
+    else:
+        cmd = [sys.executable, __file__, "--one", impl, name, str(seed), "--batches", str(args.batches),
+               "--threads", str(args.threads)] + sum(([f"--{k.replace('_', '-')}", v] for k, v in paths_of(args).items()), [])
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def paths_of(args) -> dict:
+    return {k: v for k, v in (("dyglib", args.dyglib), ("dyg_mamba", args.dyg_mamba), ("mamba_ssm", args.mamba_ssm)) if v}
+
+
+# ------------------------------------------------------------------ the table
+
+def median(values) -> float:
+    v = [x for x in values if x is not None]
+    return float(np.median(v)) if v else float("nan")
+
+
+def fmt(x: float, spec: str = ".2f") -> str:
+    return "-" if x is None or not np.isfinite(x) else format(x, spec)
+
+
+def mean_sd(values) -> str:
+    v = np.asarray([x for x in values if x is not None], float)
+    if not len(v):
+        return "-"
+    return f"{v.mean():.3f}" + (f"+-{v.std(ddof=1):.3f}" if len(v) > 1 else "")
+
+
+def row(name: str, runs: dict) -> list[str]:
+    ref, ours = runs["reference"], runs["project"]
+    ratio = lambda key: median([p[key] / r[key] if key in p and key in r else None for p, r in zip(ours, ref)])  # noqa: E731
+    return [name, SOURCE.get(name, "DyGLib"), str(batch_size(name)),
+            fmt(median([r.get("train_bps") for r in ref])), fmt(median([p.get("train_bps") for p in ours])),
+            fmt(ratio("train_bps")),
+            fmt(median([r.get("eval_bps") for r in ref])), fmt(median([p.get("eval_bps") for p in ours])),
+            fmt(ratio("eval_bps")),
+            fmt(median([r.get("peak_mb") for r in ref]), ".0f"), fmt(median([p.get("peak_mb") for p in ours]), ".0f"),
+            mean_sd([r.get("loss") for r in ref]), mean_sd([p.get("loss") for p in ours]),
+            mean_sd([r.get("ap") for r in ref]), mean_sd([p.get("ap") for p in ours])]
+
+
+HEADER = ["model", "reference", "batch", "ref train b/s", "proj train b/s", "train x", "ref eval b/s",
+          "proj eval b/s", "eval x", "ref MB", "proj MB", "ref loss", "proj loss", "ref AP", "proj AP"]
+
+
+def print_table(rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [HEADER] + rows) for i in range(len(HEADER))]
+    for r in [HEADER] + rows:
+        print("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))), flush=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dyglib", default=os.environ.get("DYGLIB", ""), help="DyGLib checkout")
+    parser.add_argument("--dyg-mamba", default="", help="Clearloveyuan/DyG-Mamba checkout")
+    parser.add_argument("--mamba-ssm", default="", help="state-spaces/mamba checkout (its reference functions)")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 (one process pair each)")
+    parser.add_argument("--batches", type=int, default=3, help="timed training and evaluation steps per process")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of every process")
+    parser.add_argument("--no-floor", action="store_true", help="skip DyGFormer's matrix-product floor")
+    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # internal: impl model seed
+    args = parser.parse_args(argv)
+    if args.one:
+        impl, name, seed = args.one
+        print(json.dumps(measure(impl, name, paths_of(args), args.batches, args.threads, int(seed))))
+        return
+    missing = [m for m in args.models if (m == "dyg_mamba" and not (args.dyg_mamba and args.mamba_ssm))
+               or (m != "dyg_mamba" and not (Path(args.dyglib or ".") / "models" / "TGAT.py").is_file())]
+    if missing:
+        parser.exit(2, f"reference checkouts missing for {missing}: pass --dyglib (yule-BUAA/DyGLib), --dyg-mamba "
+                       "(Clearloveyuan/DyG-Mamba) and --mamba-ssm (state-spaces/mamba); never vendored\n")
+    for k in ("dyglib", "dyg_mamba", "mamba_ssm"):
+        if getattr(args, k):
+            setattr(args, k, str(Path(getattr(args, k)).resolve()))
+    import torch
+
+    print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | python {platform.python_version()} | "
+          f"torch {torch.__version__} | {args.threads} thread(s) per process | load average at start "
+          f"{os.getloadavg()[0]:.2f}")
+    print(f"graph: synthetic UCI size (1,899 nodes, 59,835 edges), zero features of width {N_FEAT}; from edge {START}: "
+          f"1 warm-up + {args.batches} timed training steps, then 1 + {args.batches} evaluation steps per process; "
+          f"seeds 0..{args.seeds - 1}; reference and project processes alternate", flush=True)
+    rows, floor_ref = [], None
+    for name in args.models:
+        runs = {"reference": [], "project": []}
+        for seed in range(args.seeds):
+            for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
+                res = child(args, impl, name, seed)
+                runs[impl].append(res)
+                print(f"  {name} {impl} seed {seed}: " + (res["error"] if "error" in res else
+                      ", ".join(f"{k} {v:.4g}" for k, v in res.items())), file=sys.stderr, flush=True)
+        rows.append(row(name, runs))
+        if name == "dygformer":
+            floor_ref = runs["reference"]
+    for name, (source, reason) in NOT_MEASURED.items():
+        rows.append([name, source, "-"] + ["not measured yet"] + ["-"] * (len(HEADER) - 4))
+    print()
+    print_table(rows)
+    print("x: project / reference throughput (median over seeds); MB: peak resident set of the process; loss: mean "
+          "BCE of the timed training steps; AP: the evaluation batches after them (mean+-sd over seeds; each side "
+          "from its own seeded initialisation)")
+    for name, (_, reason) in NOT_MEASURED.items():
+        print(f"not measured yet: {name}: {reason}")
+    if floor_ref and not args.no_floor:
+        floor = child(args, "project", "dygformer", 0, mode="floor")
+        if "error" not in floor:
+            step, ev = (median([1 / r[k] for r in floor_ref if k in r]) for k in ("train_bps", "eval_bps"))
+            print(f"DyGFormer floor: its matrix products alone take {floor['float32_s']:.3f} s per training step and "
+                  f"{floor['float32_eval_s']:.3f} s per evaluation step (float32, {args.threads} thread(s)) against "
+                  f"DyGLib's {step:.3f} s and {ev:.3f} s: an exact float32 implementation reaches at most "
+                  f"{step / floor['float32_s']:.2f}x in training and {ev / floor['float32_eval_s']:.2f}x in evaluation")
+
+
+if __name__ == "__main__":
+    main()
