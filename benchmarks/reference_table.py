@@ -70,6 +70,7 @@ REFERENCE = {
 }
 MODELS = tuple(REFERENCE)
 MEMORY = ("tgn", "jodie", "dyrep")
+HEAVY = ("cawn", "dyg_mamba")  # minutes per process on one starved core: fewer seeds (--heavy-seeds)
 SOURCE = {"dyg_mamba": "DyG-Mamba authors (selective_scan_ref)"}  # else DyGLib
 # references not measured yet, with the reason (printed as rows of the table)
 NOT_MEASURED = {
@@ -368,7 +369,10 @@ def child(args, impl: str, name: str, seed: int, mode: str = "one") -> dict:
     else:
         cmd = [sys.executable, __file__, "--one", impl, name, str(seed), "--batches", str(args.batches),
                "--threads", str(args.threads)] + sum(([f"--{k.replace('_', '-')}", v] for k, v in paths_of(args).items()), [])
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {args.timeout} s"}
     if out.returncode:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -413,10 +417,12 @@ HEADER = ["model", "reference", "batch", "ref train b/s", "proj train b/s", "tra
           "proj eval b/s", "eval x", "ref MB", "proj MB", "ref loss", "proj loss", "ref AP", "proj AP"]
 
 
-def print_table(rows: list[list[str]]) -> None:
-    widths = [max(len(r[i]) for r in [HEADER] + rows) for i in range(len(HEADER))]
-    for r in [HEADER] + rows:
-        print("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))), flush=True)
+WIDTHS = [22, 38, 5, 13, 14, 7, 12, 13, 6, 6, 7, 12, 12, 12, 12]
+
+
+def print_row(cells: list[str]) -> None:
+    """One line of the table, printed as soon as its row is measured (a long run can be read while it goes)."""
+    print("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, WIDTHS))), flush=True)
 
 
 def main(argv=None) -> None:
@@ -428,6 +434,8 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 (one process pair each)")
     parser.add_argument("--batches", type=int, default=3, help="timed training and evaluation steps per process")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every process")
+    parser.add_argument("--heavy-seeds", type=int, default=2, help=f"at most this many seeds for {', '.join(HEAVY)}")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per process before its row says '-'")
     parser.add_argument("--no-floor", action="store_true", help="skip DyGFormer's matrix-product floor")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # internal: impl model seed
     args = parser.parse_args(argv)
@@ -451,25 +459,25 @@ def main(argv=None) -> None:
     print(f"graph: synthetic UCI size (1,899 nodes, 59,835 edges), zero features of width {N_FEAT}; from edge {START}: "
           f"1 warm-up + {args.batches} timed training steps, then 1 + {args.batches} evaluation steps per process; "
           f"seeds 0..{args.seeds - 1}; reference and project processes alternate", flush=True)
-    rows, floor_ref = [], None
+    floor_ref = None
+    print_row(HEADER)
     for name in args.models:
         runs = {"reference": [], "project": []}
-        for seed in range(args.seeds):
+        for seed in range(args.seeds if name not in HEAVY else min(args.seeds, args.heavy_seeds)):
             for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
                 res = child(args, impl, name, seed)
                 runs[impl].append(res)
                 print(f"  {name} {impl} seed {seed}: " + (res["error"] if "error" in res else
                       ", ".join(f"{k} {v:.4g}" for k, v in res.items())), file=sys.stderr, flush=True)
-        rows.append(row(name, runs))
+        print_row(row(name, runs))
         if name == "dygformer":
             floor_ref = runs["reference"]
     for name, (source, reason) in NOT_MEASURED.items():
-        rows.append([name, source, "-"] + ["not measured yet"] + ["-"] * (len(HEADER) - 4))
-    print()
-    print_table(rows)
+        print_row([name, source, "-", "not measured yet"] + ["-"] * (len(HEADER) - 4))
     print("x: project / reference throughput (median over seeds); MB: peak resident set of the process; loss: mean "
           "BCE of the timed training steps; AP: the evaluation batches after them (mean+-sd over seeds; each side "
-          "from its own seeded initialisation)")
+          "from its own seeded initialisation); '-': not measured (EdgeBank does not train) or the process failed "
+          "(its error is on stderr)")
     for name, (_, reason) in NOT_MEASURED.items():
         print(f"not measured yet: {name}: {reason}")
     if floor_ref and not args.no_floor:

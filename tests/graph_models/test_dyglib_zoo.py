@@ -98,6 +98,49 @@ def test_graphmixer_time_gap_node_encoder_by_hand():
     assert not [p for p in model.time_encoder.parameters()]  # the fixed time encoder is never trained
 
 
+def test_graphmixer_zero_node_table_skips_the_neighbour_mean_exactly():
+    src, dst, ts, eids, node, edge = toy()
+    g = TemporalNeighbors(src, dst, ts, eids, num_nodes=len(node))
+    model = GraphMixer(np.zeros_like(node), edge, time_dim=4, num_neighbors=3, time_gap=5, dropout=0.0).eval()
+    model.set_graph(g)
+    nodes, times = np.array([1, 2, 3]), np.array([25.0, 25.0, 0.0])
+    with torch.no_grad():
+        skipped = model.embed(nodes, times)
+        model.node_feat_is_zero = False  # the grouped weighted sum over the (zero) table
+        grouped = model.embed(nodes, times)
+    assert torch.equal(skipped, grouped)
+
+
+def test_tcl_last_layer_queried_at_the_read_out_position_is_the_full_layer():
+    """The last co-attention is asked for position 0 only; every position queried (DyGLib) gives the same
+    embeddings and gradients."""
+    src, dst, ts, eids, node, edge = toy()
+    model = TCL(node, edge, time_dim=4, num_neighbors=3, num_layers=2, num_heads=2, dropout=0.0).train()
+    model.set_graph(TemporalNeighbors(src, dst, ts, eids, num_nodes=len(node)))
+    u, v, t = np.array([1, 2, 3]), np.array([2, 3, 1]), np.array([25.0, 25.0, 12.0])
+
+    def full():  # DyGLib's loop: every position queried in every layer
+        x_u, pad_u = model.sequence(u, t)
+        x_v, pad_v = model.sequence(v, t)
+        for layer in model.layers:
+            x_u, x_v = layer(x_u, x_u, pad_u), layer(x_v, x_v, pad_v)
+            x_u, x_v = layer(x_u, x_v, pad_v), layer(x_v, x_u, pad_u)
+        return model.output(x_u[:, 0]), model.output(x_v[:, 0])
+
+    grads = []
+    for fn in (full, lambda: model.pair_embeddings(u, v, t)):
+        model.zero_grad()
+        a, b = fn()
+        (a.square().sum() + b.sum()).backward()
+        grads.append((a.detach(), b.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    (a0, b0, g0), (a1, b1, g1) = grads
+    torch.testing.assert_close(a1, a0, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(b1, b0, rtol=1e-5, atol=1e-6)
+    assert len(g0) == len(g1)
+    for x, y in zip(g0, g1):
+        torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-6)
+
+
 def test_tcl_reads_the_node_position_and_couples_the_pair():
     src, dst, ts, eids, node, edge = toy()
     model = TCL(node, edge, time_dim=4, num_neighbors=3, num_layers=1, num_heads=2, dropout=0.0).eval()

@@ -120,9 +120,14 @@ class TCL(SampledHistory, nn.Module):
         # DyGLib's order of the draws (uniform sampling): the source's k, then the destination's
         x_u, pad_u = self.sequence(src, times)
         x_v, pad_v = self.sequence(dst, times)
-        for layer in self.layers:
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
             x_u, x_v = layer(x_u, x_u, pad_u), layer(x_v, x_v, pad_v)  # self-attention
-            x_u, x_v = layer(x_u, x_v, pad_v), layer(x_v, x_u, pad_u)  # co-attention across the pair
+            # co-attention across the pair; in the last layer only the read-out position 0 is queried: a block acts
+            # on each query position alone (attention over the keys, then per-token LN and FFN), so (B, 1, d) of
+            # queries give DyGLib's position-0 outputs exactly and the other k positions are never read
+            q_u, q_v = (x_u[:, :1], x_v[:, :1]) if i == last else (x_u, x_v)
+            x_u, x_v = layer(q_u, x_v, pad_v), layer(q_v, x_u, pad_u)
         return self.output(x_u[:, 0]), self.output(x_v[:, 0])  # the node's own position
 
 
