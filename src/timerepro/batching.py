@@ -6,7 +6,8 @@ and asking for the same cpus and GPUs, one after another in one process, up to t
 runs (params/scales.yaml; 1 at paper scale: one SLURM job per run). Runs, run ids and records are the jobs';
 a batch only changes how many processes start. A batch of one job keeps that job's id, so its marker is the
 job's; a batch's code is the fingerprint its jobs share, so an edit makes due exactly the batches of the
-jobs it makes due.
+jobs it makes due. Each job of a batch runs in a fork of its process (`run_each`), and SLURM's stop signal
+(timerepro.stopping) to the batch goes on to the job running there.
 """
 
 from __future__ import annotations
@@ -98,6 +99,17 @@ def run_each(jobs: list, execute: Callable, finished: Callable | None = None) ->
                 finished(job, start)
 
 
+def _forward_to(pid: int):
+    """The stop-signal handler of a process waiting on its fork `pid`: note the request, send the signal on."""
+
+    def forward(signum: int, frame=None) -> None:
+        stopping.STOP.request(signum)
+        with contextlib.suppress(ProcessLookupError):  # the fork has just ended
+            os.kill(pid, signum)
+
+    return forward
+
+
 def in_own_process(fn: Callable[[], None], job_id: str) -> None:
     """Run `fn()` in a forked copy of this process: Python, torch, params/ and the fingerprints are loaded once
     per batch, while each job's memory, caches and random state start as they would in a process of its own
@@ -131,11 +143,11 @@ def in_own_process(fn: Callable[[], None], job_id: str) -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-    previous = {s: signal.signal(s, stopping.forward_to(pid)) for s in stopping.STOP_SIGNALS}
+    previous = {s: signal.signal(s, _forward_to(pid)) for s in stopping.STOP_SIGNALS}
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if stopping.requested():  # it came just before the fork
-            stopping.forward_to(pid)(stopping.STOP.signum)
+            _forward_to(pid)(stopping.STOP.signum)
         _, status = os.waitpid(pid, 0)  # retried after a handler runs (PEP 475)
     finally:
         for s, handler in previous.items():

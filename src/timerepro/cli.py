@@ -146,7 +146,10 @@ def cmd_run_job(args) -> int:
     jobs = [known.get(jid) or reg.find_job(args.paper, jid, scale) for jid in args.job_id]  # find_job: the error
     print(f"jobs {' '.join(args.job_id)}: {sum(len(j.runs) for j in jobs)} runs", file=sys.stderr, flush=True)
     fingerprints = Fingerprinter(models=reg.models)
-    for task in {r.config["task"] for j in jobs for r in j.runs}:  # imported once, before a batch forks
+    tasks = {r.config["task"] for j in jobs for r in j.runs}
+    if len(jobs) > 1:
+        runs.load_once(tasks)  # once, before the forks
+    for task in tasks:  # imported before `ready` (--timing)
         runs.get_task(task)
     timing.update(ready=time.time(), jobs=[])
     done, made_by = [], {}

@@ -4,14 +4,12 @@ SLURM stops a job with SIGTERM (time limit, preemption, scancel; SIGKILL follows
 with the profile's `--signal=USR1@<s>`, warns it with SIGUSR1 some seconds before its time limit.
 While `handlers()` is active, either signal only sets a flag: `train.fit` reads it between batches,
 writes a checkpoint there and raises `JobStopped`, whose exit status (75, EX_TEMPFAIL) fails the job
-so that the workflow retries it, and the retry resumes at that batch. A batch of jobs runs each job in a
-fork of its process (timerepro.batching): there the parent passes a stop signal on to the fork (`forward_to`).
+so that the workflow retries it, and the retry resumes at that batch.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import threading
 
@@ -69,14 +67,3 @@ def handlers(request: StopRequest = STOP):
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-def forward_to(pid: int, request: StopRequest = STOP):
-    """A handler for a process waiting on its child `pid`: note the stop request and send the signal on."""
-
-    def forward(signum: int, frame=None) -> None:
-        request.request(signum)
-        with contextlib.suppress(ProcessLookupError):  # the child has just exited
-            os.kill(pid, signum)
-
-    return forward
