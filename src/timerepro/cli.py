@@ -146,27 +146,27 @@ def cmd_run_job(args) -> int:
     jobs = [known.get(jid) or reg.find_job(args.paper, jid, scale) for jid in args.job_id]  # find_job: the error
     print(f"jobs {' '.join(args.job_id)}: {sum(len(j.runs) for j in jobs)} runs", file=sys.stderr, flush=True)
     fingerprints = Fingerprinter(models=reg.models)
-    for task in {r.config["task"] for j in jobs for r in j.runs}:  # imported once, before a batch forks
+    tasks = {r.config["task"] for j in jobs for r in j.runs}
+    if len(jobs) > 1:
+        runs.load_once(tasks)  # once, before the forks
+    for task in tasks:  # imported before `ready` (--timing)
         runs.get_task(task)
     timing.update(ready=time.time(), jobs=[])
     done, made_by = [], {}
-    for job in jobs:
-        t0 = time.time()
-        configs = [r.config for r in job.runs]
 
-        def execute(configs=configs):
-            runs.execute_many(configs, device=args.device, threads=args.threads, show_progress=not args.quiet,
-                              fingerprints=fingerprints)
+    def execute(job) -> None:
+        runs.execute_many([r.config for r in job.runs], device=args.device, threads=args.threads,
+                          show_progress=not args.quiet, fingerprints=fingerprints)
 
-        if len(jobs) > 1:
-            _in_own_process(execute, job.job_id)
-        else:
-            execute()
-        paths = [runs.run_dir(c) for c in configs]
-        done += [str(p.relative_to(results_dir())) for p in paths]
+    def finished(job, start: float) -> None:
+        paths = [runs.run_dir(r.config) for r in job.runs]
+        done.extend(str(p.relative_to(results_dir())) for p in paths)
         made_by.update({r.run_id: (records.recorded_fingerprint(p) or {}).get("fingerprint")
                         for r, p in zip(job.runs, paths)})
-        timing["jobs"].append({"job_id": job.job_id, "runs": [r.run_id for r in job.runs], "start": t0, "end": time.time()})
+        timing["jobs"].append({"job_id": job.job_id, "runs": [r.run_id for r in job.runs], "start": start,
+                               "end": time.time()})
+
+    batching.run_each(jobs, execute, finished)  # several jobs: each in a fork; a stop signal goes on to it
     codes = {fingerprints.job([r.config for r in j.runs]) for j in jobs}
     marker = Path(args.marker) if args.marker else records.job_marker(
         results_dir(), args.paper, batching.batch_id(args.job_id), "-".join(sorted(codes)))
@@ -175,35 +175,6 @@ def cmd_run_job(args) -> int:
         _write_timing(Path(args.timing), timing)
     print(marker)
     return 0
-
-
-def _in_own_process(fn, job_id: str) -> None:
-    """Run `fn()` in a forked copy of this process: Python, torch, params/ and the fingerprints are loaded once
-    per batch, while each job's memory, caches and random state start as they would in a process of its own
-    (its runs' peak memory is theirs alone). Raise when it fails; without fork (not POSIX) run it here."""
-    if not hasattr(os, "fork"):
-        fn()
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into the parent's code
-        code = 1
-        try:
-            fn()
-            code = 0
-        except BaseException:  # noqa: BLE001 (reported here, judged by the parent through the exit status)
-            import traceback
-
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise RuntimeError(f"job {job_id} failed (its process exited with status {code}): see the traceback above")
 
 
 def _process_start() -> float | None:

@@ -32,8 +32,6 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
 from timerepro.io import atomic_write_json, read_json
 from timerepro.memory import PeakMemory
 
@@ -212,6 +210,8 @@ def _per_batch(seconds: list[float]) -> float | None:
 
 
 def device_name(device: str) -> str:
+    import torch  # here, not at the top: every `timerepro` command imports this module for its arguments
+
     if device.startswith("cuda"):
         return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
@@ -220,6 +220,8 @@ def device_name(device: str) -> str:
 def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: str = "paper") -> dict:
     """Run `shape`'s widest config, bounded, in this process; return its rehearsal record."""
     import sys as _sys
+
+    import torch
 
     from timerepro.runs import pick_device
     from timerepro.tasks.registry import effective_config, get_task

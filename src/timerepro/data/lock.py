@@ -151,7 +151,7 @@ def load_lock(path: str | os.PathLike | None = None) -> Lock:
     """Read and validate the lock (default params/datasets.lock.yaml, TIMEREPRO_LOCK overrides)."""
     path = Path(path) if path else default_lock_path()
     with open(path, encoding="utf-8") as fh:
-        raw = yaml.safe_load(fh)
+        raw = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: the same data, ~7x faster
     return parse_lock(raw, path)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from timerepro.data import time2vec, uci_package
+from timerepro.data import package_source, time2vec, uci_package
 from timerepro.data.lock import Dataset
 from timerepro.datakind import DataKind
 
@@ -55,14 +55,4 @@ def folder(ds: Dataset, data_root: Path) -> Path:
 
 def installed(ds: Dataset) -> bool:
     """Whether the dataset's pinned package is installed at its pinned version with its member's pinned bytes."""
-    import hashlib
-    import importlib.metadata as md
-
-    spec = ds.options["package_source"]
-    try:
-        dist = md.distribution(spec["package"])
-    except md.PackageNotFoundError:
-        return False
-    path = Path(dist.locate_file(spec["member"]))
-    return (dist.version == str(spec["version"]) and path.is_file()
-            and hashlib.sha256(path.read_bytes()).hexdigest() == spec["member_sha256"])
+    return package_source.installed(ds.options["package_source"])

