@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -362,9 +363,9 @@ def _estimate_paper(run, rehearsals: dict[str, dict], refs: References) -> RunEs
 
 
 def _rehearsals(results: Path | None) -> dict[str, dict]:
-    from timerepro.rehearse import load_records
+    from timerepro.rehearse import project_records
 
-    return load_records(results or results_dir())
+    return project_records(results)
 
 
 def _shape_id(config: dict) -> str:
@@ -392,59 +393,79 @@ def mb_text(mb: float | None) -> str:
     return f"{mb / 1024:.1f} GB" if mb >= 1024 else f"{mb:.0f} MB"
 
 
+@dataclass(frozen=True)
+class Column:
+    """One column of the plan's table: heading, width, and its text for an artifact's estimate."""
+
+    head: str
+    width: int
+    cell: Callable[[ArtifactEstimate], str]
+
+
+NAME_COLUMNS = [Column("paper", -17, lambda a: a.paper), Column("artifact", -9, lambda a: a.artifact),
+                Column("runs", 6, lambda a: str(len(a.runs)))]
+COST_COLUMNS = [Column("CPU h", 9, lambda a: hours_text(a.cpu_hours)), Column("GPU h", 9, lambda a: hours_text(a.gpu_hours)),
+                Column("peak mem", 9, lambda a: mb_text(a.peak_mb)), Column("declared", 9, lambda a: mb_text(a.declared_mem_mb))]
+
+
+def _count(head: str, width: int, *bases: str) -> Column:
+    return Column(head, width, lambda a: str(sum(a.count(b) for b in bases)))
+
+
+@dataclass(frozen=True)
+class View:
+    """What the table says for one way of pricing: title, counted bases, how the figures are made, and which
+    runs' notes it lists under which heading."""
+
+    title: str
+    columns: list[Column]
+    how: str
+    notes_heading: str
+    noted: Callable[[RunEstimate], bool]
+
+
+RECORDS_VIEW = View(
+    "from the run records at hand; see `timerepro estimate --help`",
+    NAME_COLUMNS + [_count("meas.", 6, MEASURED), _count("extrap.", 7, EXTRAPOLATED), _count("unknown", 7, NONE)]
+    + COST_COLUMNS,
+    "How: measured = the run's own record (same config); extrapolated = data-size ratio x (max_epochs x the closest "
+    "record's measured seconds per epoch + its one-off seconds): an upper bound, early stopping ends most runs sooner; "
+    "unknown = no record of that task and model yet. GPU h for runs that request a GPU at this scale, CPU h (x cpus) "
+    "otherwise. Peak memory: the largest of the artifact's runs; declared: the mem_mb params/ asks the scheduler for. "
+    "Totals count a run shared by artifacts once.",
+    "Bases of the figures not measured (distinct runs):", lambda r: r.basis != MEASURED)
+REHEARSALS_VIEW = View(
+    "from the rehearsals under results/rehearsal/ and benchmarks/rehearsals/, `timerepro rehearse`",
+    NAME_COLUMNS + [_count("GPU reh", 7, GPU_REHEARSAL), _count("CPU reh", 7, CPU_REHEARSAL),
+                    _count("extrap.", 7, EXTRAPOLATED, MEASURED), _count("none", 5, NONE)] + COST_COLUMNS,
+    "How: a run's shape (task, model, data, batch sizes, neighbours, sequence lengths) ran a few batches on the "
+    "paper-size stand-in; its seconds = set-up + max_epochs (an upper bound: early stopping ends most runs sooner) x "
+    "(training + validation batches per epoch x seconds per batch) + the final evaluation passes. GPU h for runs that "
+    "request a GPU (from a CPU rehearsal where no GPU one exists: an upper bound), CPU h (x cpus) otherwise. "
+    "extrap.: no rehearsal of its shape yet, priced from run records.",
+    "Runs without a basis, and why (distinct runs):", lambda r: r.basis == NONE)
+
+
 def format_plan(p: Plan, scale: str) -> str:
-    if any(r.basis in (GPU_REHEARSAL, CPU_REHEARSAL) for r in p.unique_runs.values()):
-        return format_rehearsed_plan(p, scale)
-    head = (f"{'paper':17s} {'artifact':9s} {'runs':>6s} {'meas.':>6s} {'extrap.':>7s} {'unknown':>7s} "
-            f"{'CPU h':>9s} {'GPU h':>9s} {'peak mem':>9s} {'declared':>9s}")
-    lines = [f"Estimated cost at scale {scale} (from the run records at hand; see `timerepro estimate --help`)",
-             head, "-" * len(head)]
+    """The plan as a table, one row per artifact and a total; priced from rehearsals where any run is."""
+    rehearsed = any(r.basis in (GPU_REHEARSAL, CPU_REHEARSAL) for r in p.unique_runs.values())
+    view = REHEARSALS_VIEW if rehearsed else RECORDS_VIEW
+
+    def row(cells: list[str]) -> str:  # a negative width aligns left
+        return " ".join(f"{c:{'<' if col.width < 0 else '>'}{abs(col.width)}s}" for c, col in zip(cells, view.columns))
+
+    head = row([col.head for col in view.columns])
+    lines = [f"Estimated cost at scale {scale} ({view.title})", head, "-" * len(head)]
     for a in p.artifacts + [p.total()]:
         if a.artifact == "total":
             lines.append("-" * len(head))
-        lines.append(f"{a.paper:17s} {a.artifact:9s} {len(a.runs):6d} {a.count(MEASURED):6d} {a.count(EXTRAPOLATED):7d} "
-                     f"{a.count(NONE):7d} {hours_text(a.cpu_hours):>9s} {hours_text(a.gpu_hours):>9s} "
-                     f"{mb_text(a.peak_mb):>9s} {mb_text(a.declared_mem_mb):>9s}")
-    lines.append("")
-    lines.append("How: measured = the run's own record (same config); extrapolated = data-size ratio x (max_epochs x "
-                 "the closest record's measured seconds per epoch + its one-off seconds): an upper bound, early stopping "
-                 "ends most runs sooner; unknown = no record of that task and model yet. GPU h for runs that request a "
-                 "GPU at this scale, CPU h (x cpus) otherwise. Peak memory: the largest of the artifact's runs; "
-                 "declared: the mem_mb params/ asks the scheduler for. Totals count a run shared by artifacts once.")
+        lines.append(row([col.cell(a) for col in view.columns]))
+    lines += ["", view.how]
     notes: dict[str, int] = {}
     for r in p.unique_runs.values():
-        if r.basis != MEASURED:
+        if view.noted(r):
             notes[r.note] = notes.get(r.note, 0) + 1
     if notes:
-        lines.append("Bases of the figures not measured (distinct runs):")
+        lines.append(view.notes_heading)
         lines += [f"  {n:5d}  {note}" for note, n in sorted(notes.items(), key=lambda kv: -kv[1])[:20]]
-    return "\n".join(lines)
-
-
-def format_rehearsed_plan(p: Plan, scale: str) -> str:
-    """The plan at paper scale: per artifact, runs priced from a GPU rehearsal, a CPU one, from records, or not."""
-    head = (f"{'paper':17s} {'artifact':9s} {'runs':>6s} {'GPU reh':>7s} {'CPU reh':>7s} {'extrap.':>7s} {'none':>5s} "
-            f"{'CPU h':>9s} {'GPU h':>9s} {'peak mem':>9s} {'declared':>9s}")
-    lines = [f"Estimated cost at scale {scale} (from the rehearsals under results/rehearsal/, `timerepro rehearse`)",
-             head, "-" * len(head)]
-    for a in p.artifacts + [p.total()]:
-        if a.artifact == "total":
-            lines.append("-" * len(head))
-        lines.append(f"{a.paper:17s} {a.artifact:9s} {len(a.runs):6d} {a.count(GPU_REHEARSAL):7d} "
-                     f"{a.count(CPU_REHEARSAL):7d} {a.count(EXTRAPOLATED) + a.count(MEASURED):7d} {a.count(NONE):5d} "
-                     f"{hours_text(a.cpu_hours):>9s} {hours_text(a.gpu_hours):>9s} "
-                     f"{mb_text(a.peak_mb):>9s} {mb_text(a.declared_mem_mb):>9s}")
-    lines.append("")
-    lines.append("How: a run's shape (task, model, data, batch sizes, neighbours, sequence lengths) ran a few batches on "
-                 "the paper-size stand-in; its seconds = set-up + max_epochs (an upper bound: early stopping ends most "
-                 "runs sooner) x (training + validation batches per epoch x seconds per batch) + the final evaluation "
-                 "passes. GPU h for runs that request a GPU (from a CPU rehearsal where no GPU one exists: an upper "
-                 "bound), CPU h (x cpus) otherwise. extrap.: no rehearsal of its shape yet, priced from run records.")
-    reasons: dict[str, int] = {}
-    for r in p.unique_runs.values():
-        if r.basis == NONE:
-            reasons[r.note] = reasons.get(r.note, 0) + 1
-    if reasons:
-        lines.append("Runs without a basis, and why (distinct runs):")
-        lines += [f"  {n:5d}  {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:20]]
     return "\n".join(lines)

@@ -139,6 +139,7 @@ class Registry:
                     if art not in ids:
                         raise ConfigError(path, f"claims[{i}].artifact", f"unknown artifact {art!r}")
             self._check_report_names(path, doc, report_names)
+        self._check_resource_datasets()
         for scale, spec in self.scales["scales"].items():
             for key, override in spec["experiments"].items():
                 paper, exp = key.split("/")
@@ -147,6 +148,19 @@ class Registry:
                     raise ConfigError(self.root / "scales.yaml", where, f"unknown experiment {key!r}")
                 base = self.papers[paper]["experiments"][exp]
                 self._check_values(self.root / "scales.yaml", where, {"task": base["task"], **override}, base.get("dataset"))
+
+    def _check_resource_datasets(self) -> None:
+        """Every `per_dataset` key of a resource declaration names a known dataset."""
+        known = set(self.datasets) | self._locked_datasets
+        places = [(self.root / "tasks.yaml", name, t["resources"]) for name, t in self.tasks.items()]
+        places += [(self.root / "models.yaml", name, m.get("resources", {})) for name, m in self.models.items()]
+        places += [(self.root / "scales.yaml", f"scales.{scale}.resources.{task}", r)
+                   for scale, spec in self.scales["scales"].items() for task, r in spec.get("resources", {}).items()]
+        for path, where, resources in places:
+            for name in resources.get("per_dataset", {}):
+                if name not in known:
+                    raise ConfigError(path, f"{where}.resources.per_dataset.{name}" if path.name != "scales.yaml"
+                                      else f"{where}.per_dataset.{name}", f"unknown dataset {name!r}; known: {sorted(known)}")
 
     @staticmethod
     def _check_report_names(path: Path, doc: dict, found: dict[str, dict]) -> None:
@@ -235,6 +249,33 @@ class Registry:
             raise ConfigError(self.root / "scales.yaml", "scales", f"unknown scale {scale!r}; known: {self.scale_names()}")
         return self.scales["scales"][scale]
 
+    def resource_layers(self, task: str, model: str | None, scale: str, dataset: str | None) -> list[tuple[str, dict]]:
+        """(where, values) of the resource declarations of a run, later ones winning: the task's, the model's, the
+        scale's for the task; each followed by its `per_dataset[<dataset>]` entry (one size does not fit all)."""
+        layers = [("params/tasks.yaml", task, self.tasks[task]["resources"]),
+                  ("params/models.yaml", model, self.models.get(model, {}).get("resources", {})),
+                  ("params/scales.yaml", f"scales.{scale}.resources.{task}",
+                   self._scale(scale).get("resources", {}).get(task, {}))]
+        out = []
+        for file, key, values in layers:
+            out.append((f"{file} {key}.resources" if file != "params/scales.yaml" else f"{file} {key}",
+                        {k: v for k, v in values.items() if k != "per_dataset"}))
+            if dataset in values.get("per_dataset", {}):
+                out.append((f"{out[-1][0]}.per_dataset.{dataset}", values["per_dataset"][dataset]))
+        return out
+
+    def resources(self, task: str, model: str | None, scale: str, dataset: str | None) -> dict:
+        """cpus, mem_mb, runtime (minutes) and gpu a run of (task, model, dataset) asks for at `scale`."""
+        out: dict = {}
+        for _, values in self.resource_layers(task, model, scale, dataset):
+            out.update(values)
+        return out
+
+    def resource_source(self, task: str, model: str | None, scale: str, dataset: str | None, key: str) -> str:
+        """Where resource `key` of such a run is set: the params/ key to raise."""
+        found = [where for where, values in self.resource_layers(task, model, scale, dataset) if key in values]
+        return f"{found[-1]}.{key}"
+
     def experiment_runs(self, paper: str, experiment: str, scale: str) -> list[Run]:
         exp = self.papers[paper]["experiments"][experiment]
         over = self._scale(scale)["experiments"].get(f"{paper}/{experiment}", {})
@@ -246,9 +287,6 @@ class Registry:
         grid = dict(exp.get("grid", {}))
         grid.update(over.get("grid", {}))
         seeds = over.get("seeds", exp["seeds"])
-        resources = dict(task["resources"])
-        resources.update(model.get("resources", {}))
-        resources.update(self._scale(scale).get("resources", {}).get(exp["task"], {}))
 
         axes = list(grid)
         runs = []
@@ -282,6 +320,7 @@ class Registry:
                     "seed": seed,
                 }
                 rid = run_id(config)
+                resources = self.resources(exp["task"], exp.get("model"), scale, config.get("dataset"))
                 runs.append(Run(paper, experiment, rid, {**config, "run_id": rid}, resources))
         return runs
 

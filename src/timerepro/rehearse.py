@@ -45,6 +45,7 @@ DATA_KEYS = ("dataset", "series", "datasets")
 # outputs beside the metrics that some runs also make: not rehearsed (their cost is not priced)
 EXTRAS_OFF = {"record_attention": 0, "case_study_edges": 0, "noise_ratios": []}
 REHEARSAL_DIR = "rehearsal"
+COMMITTED_DIR = "benchmarks/rehearsals"  # records of lent machines, kept with the code (`committed_dir`)
 FORMAT = "rehearsal/1"
 
 
@@ -281,15 +282,31 @@ def record_path(results: Path, sid: str) -> Path:
     return results / REHEARSAL_DIR / f"{sid}.json"
 
 
-def load_records(results: Path) -> dict[str, dict]:
-    """shape id -> its rehearsal record (the ones under results/rehearsal/)."""
-    folder = results / REHEARSAL_DIR
+def committed_dir() -> Path:
+    """Rehearsal records kept with the code (measured on lent machines, copied from their results/rehearsal/)."""
+    from timerepro.paths import project_root
+
+    return project_root() / COMMITTED_DIR
+
+
+def load_records(results: Path, committed: Path | None = None) -> dict[str, dict]:
+    """shape id -> its rehearsal record: those of `committed` (a folder of records), then those under
+    results/rehearsal/, which win (a shape rehearsed here again)."""
     out = {}
-    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        rec = read_json(p)
-        if isinstance(rec, dict) and rec.get("format") == FORMAT:
-            out[rec["shape_id"]] = rec
+    for folder in ([committed] if committed else []) + [results / REHEARSAL_DIR]:
+        for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            rec = read_json(p)
+            if isinstance(rec, dict) and rec.get("format") == FORMAT:
+                out[rec["shape_id"]] = rec
     return out
+
+
+def project_records(results: Path | None = None) -> dict[str, dict]:
+    """The records a command reads: the project's results/rehearsal/ over the committed ones; only those of
+    `results` when a results folder is given."""
+    from timerepro.paths import results_dir
+
+    return load_records(results, None) if results else load_records(results_dir(), committed_dir())
 
 
 # ---------------------------------------------------------------- command
@@ -351,7 +368,7 @@ def _cmd(args) -> int:
 
     results = args.results or results_dir()
     chosen = _selected(shapes(load(), args.scale, paper=args.paper), args)
-    have = load_records(results)
+    have = project_records(args.results)
     dev_type = pick_device(args.device).split(":")[0]
     if args.list:
         for s in chosen:

@@ -1,5 +1,6 @@
 """Declared resources against measured ones: every scheduler job of a scale asks for `mem_mb` and `runtime`
-(params/tasks.yaml < params/models.yaml < params/scales.yaml `resources`), its run records say what it used.
+(params/tasks.yaml < params/models.yaml < params/scales.yaml `resources`, each with its `per_dataset` entries:
+`Registry.resources`), its run records say what it used.
 
 A job's peak is the largest `peak_memory_mb` of its runs' provenance. Today that figure is ru_maxrss of the
 whole process, and a job runs its seeds in one process: the last run of a job reports the job's peak, which
@@ -54,15 +55,6 @@ class JobUse:
         return self.wall_min is not None and self.wall_min > self.runtime_min
 
 
-def declared_source(registry, scale: str, task: str, model: str | None, key: str) -> str:
-    """Where the value of resource `key` for (task, model) at `scale` comes from (the last layer that sets it)."""
-    if key in registry.scales["scales"][scale].get("resources", {}).get(task, {}):
-        return f"params/scales.yaml scales.{scale}.resources.{task}.{key}"
-    if model and key in registry.models.get(model, {}).get("resources", {}):
-        return f"params/models.yaml {model}.resources.{key}"
-    return f"params/tasks.yaml {task}.resources.{key}"
-
-
 def _peak(provenance: dict) -> float | None:
     for key in PEAK_KEYS:
         if provenance.get(key) is not None:
@@ -86,8 +78,8 @@ def check(registry, scale: str, paper: str | None = None, results: Path | None =
         out.append(JobUse(job.paper, job.job_id, config["experiment"], task, model, len(records),
                           float(job.resources["mem_mb"]), max(peaks) if peaks else None,
                           float(job.resources["runtime"]), wall,
-                          declared_source(registry, scale, task, model, "mem_mb"),
-                          declared_source(registry, scale, task, model, "runtime")))
+                          registry.resource_source(task, model, scale, config.get("dataset"), "mem_mb"),
+                          registry.resource_source(task, model, scale, config.get("dataset"), "runtime")))
     return out
 
 
@@ -161,10 +153,9 @@ class RehearsedJob:
 def check_rehearsed(registry, results: Path | None = None, paper: str | None = None) -> tuple[list[RehearsedJob], dict]:
     """Every paper-scale job whose shape has a successful rehearsal; and {reason: jobs} for the others."""
     from timerepro.estimate import rehearsed_seconds
-    from timerepro.paths import results_dir
-    from timerepro.rehearse import load_records, shape_id, shape_of
+    from timerepro.rehearse import project_records, shape_id, shape_of
 
-    recs = load_records(results or results_dir())
+    recs = project_records(results)
     out, unchecked = [], {}
     for job in registry.jobs("paper", paper=paper):
         config = job.runs[0].config
@@ -174,12 +165,12 @@ def check_rehearsed(registry, results: Path | None = None, paper: str | None = N
             unchecked[why] = unchecked.get(why, 0) + 1
             continue
         minutes = sum(rehearsed_seconds(rec, r.config) for r in job.runs) / 60.0
-        task, model = config["task"], config.get("model")
-        out.append(RehearsedJob(job.paper, job.job_id, rec["name"], config.get("dataset"),
+        task, model, dataset = config["task"], config.get("model"), config.get("dataset")
+        out.append(RehearsedJob(job.paper, job.job_id, rec["name"], dataset,
                                 float(job.resources["mem_mb"]), float(rec["peak_rss_mb"]),
                                 float(job.resources["runtime"]), minutes, int(job.resources.get("gpu") or 0),
-                                rec["device_type"], declared_source(registry, "paper", task, model, "mem_mb"),
-                                declared_source(registry, "paper", task, model, "runtime")))
+                                rec["device_type"], registry.resource_source(task, model, "paper", dataset, "mem_mb"),
+                                registry.resource_source(task, model, "paper", dataset, "runtime")))
     return out, unchecked
 
 

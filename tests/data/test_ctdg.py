@@ -69,7 +69,7 @@ def test_bipartite_graph_matches_dyglib_value_by_value(mirror, data_root, tmp_pa
     assert g.dst.tolist() == [i + 8 + 1 for i in ITEMS]  # items start after the 8 users
     assert g.edge_ids.tolist() == list(range(1, 21)) and g.ts.tolist() == TIMES and g.labels.tolist() == LABELS
     assert g.edge_feat.shape == (21, 172) and g.node_feat.shape == (13, 172)
-    assert np.all(g.edge_feat[0] == 0) and np.all(g.edge_feat[:, 2:] == 0) and np.all(g.node_feat == 0)
+    assert np.all(g.edge_feat[0] == 0) and np.all(g.edge_feat[:, 2:] == 0) and np.all(g.node_feat[:] == 0)
     assert g.edge_feat[1:, :2].tolist() == FEATS
 
 

@@ -110,6 +110,10 @@ def _edit(path, fn):
          "scales.smoke.experiments.linear_time/synthetic_seqcls.data.n_seqs", "unknown setting"),
         ("tasks.yaml", lambda d: d["sequence_classification"]["resources"].update(gpu="one"),
          "sequence_classification.resources.gpu", "not of type 'integer'"),
+        ("tasks.yaml", lambda d: d["link_prediction"]["resources"].update(per_dataset={"imagenet": {"mem_mb": 9000}}),
+         "link_prediction.resources.per_dataset.imagenet", "unknown dataset 'imagenet'"),
+        ("models.yaml", lambda d: d["tgat"].update(resources={"per_dataset": {"uci": {"memory": 9000}}}),
+         "tgat.resources.per_dataset.uci", "Additional properties"),
     ],
 )
 def test_bad_configs_are_refused_naming_file_and_key(params_copy, file, edit, key, message):

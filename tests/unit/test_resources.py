@@ -90,3 +90,25 @@ def test_paper_scale_jobs_are_held_against_their_rehearsal(tmp_path, capsys):
     assert not resources.report_rehearsed(jobs, unchecked)
     out = capsys.readouterr().out
     assert f"RAISE {mine[0].mem_source}" in out and "UNCHECKED" in out
+
+
+def test_resources_are_resolved_per_dataset_and_name_their_key(registry):
+    """One size does not fit all: a run asks for its dataset's declaration (task, then model, then scale, each with
+    its per_dataset entry), and the check names that entry as the key to raise."""
+    lp = registry.tasks["link_prediction"]["resources"]
+    uci = registry.resources("link_prediction", "tgat", "paper", "uci")
+    assert uci == {k: v for k, v in lp.items() if k != "per_dataset"}
+    assert registry.resource_source("link_prediction", "tgat", "paper", "uci", "mem_mb") == \
+        "params/tasks.yaml link_prediction.resources.mem_mb"
+    big = registry.resources("link_prediction", "dyg_mamba", "paper", "lastfm")
+    assert big["mem_mb"] == registry.models["dyg_mamba"]["resources"]["per_dataset"]["lastfm"]["mem_mb"] > lp["mem_mb"]
+    assert registry.resource_source("link_prediction", "dyg_mamba", "paper", "lastfm", "mem_mb") == \
+        "params/models.yaml dyg_mamba.resources.per_dataset.lastfm.mem_mb"
+    assert registry.resource_source("link_prediction", "jodie", "paper", "contacts", "mem_mb") == \
+        "params/tasks.yaml link_prediction.resources.per_dataset.contacts.mem_mb"
+    # below paper scale the scale's own declaration wins over every per-dataset one
+    assert registry.resources("link_prediction", "dyg_mamba", "smoke", "lastfm")["mem_mb"] == \
+        registry.scales["scales"]["smoke"]["resources"]["link_prediction"]["mem_mb"]
+    runs = [r for r in registry.runs("paper", paper="dyg_mamba") if r.config.get("model") == "dyg_mamba"]
+    by_data = {r.config["dataset"]: r.resources["mem_mb"] for r in runs if r.config["task"] == "link_prediction"}
+    assert by_data["lastfm"] == big["mem_mb"] and by_data["uci"] == lp["mem_mb"]

@@ -2,7 +2,8 @@
 
 Follows `preprocess_data/preprocess_data.py` and `utils/DataLoader.py` of yule-BUAA/DyGLib:
 1-based ids with 0 as padding, bipartite items shifted after users, a zero edge-feature row,
-172-dim zero node features, features zero-padded to 172 at load time, 0.70/0.85 time quantiles,
+172-dim zero node features, features read zero-padded to 172 (kept at their stored width: `PaddedFeatures`),
+0.70/0.85 time quantiles,
 and new test nodes drawn as `random.seed(2020); random.sample(test_node_set, k)` did on Python 3.10.
 """
 
@@ -153,9 +154,61 @@ def prepare(*, dataset: str, upstream: str, options: dict, source_dir: Path, out
     return Path(out_dir)
 
 
+@dataclass(frozen=True, eq=False)
+class PaddedFeatures:
+    """A feature table kept at its stored width and dtype, read as DyGLib's table zero-padded to `width` columns:
+    gathered rows are padded, the table never is (Contacts' 1-wide edge table: 19 MB, not 3.3 GB of float64)."""
+
+    values: np.ndarray  # [R, d] as stored, d <= width
+    width: int
+
+    def __post_init__(self):
+        if self.values.ndim != 2:
+            raise ValueError(f"a feature table is (rows, columns), got shape {self.values.shape}")
+        if self.values.shape[1] > self.width:
+            raise ValueError(f"feature dimension {self.values.shape[1]} is bigger than {self.width}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.values.shape[0], self.width
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.values.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.nbytes
+
+    def __len__(self) -> int:
+        return self.values.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        if isinstance(index, tuple):  # [rows, columns]: the padded rows, then their columns
+            rows, columns = index
+            return self[rows][..., columns]
+        got = self.values[index]  # (..., d)
+        pad = self.width - got.shape[-1]
+        if pad == 0:
+            return got
+        # (..., d) -> (..., width): zeros appended, as in the padded table
+        return np.concatenate([got, np.zeros((*got.shape[:-1], pad), dtype=got.dtype)], axis=-1)
+
+    def any(self) -> bool:
+        return bool(self.values.any())
+
+    def padded(self) -> np.ndarray:
+        """The whole (R, width) table, materialised (small tables and tests only)."""
+        return self[:]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self.padded()
+        return out if dtype is None else out.astype(dtype)
+
+
 @dataclass
 class CTDGData:
-    """A processed dynamic graph; features already zero-padded to 172 columns as DyGLib's loader does."""
+    """A processed dynamic graph; feature tables read zero-padded to 172 columns as DyGLib's loader pads them."""
 
     name: str
     src: np.ndarray  # [E] int64, 1-based
@@ -163,21 +216,18 @@ class CTDGData:
     ts: np.ndarray  # [E] float64, non-decreasing
     edge_ids: np.ndarray  # [E] int64, 1-based (row of edge_feat)
     labels: np.ndarray  # [E] float64
-    edge_feat: np.ndarray  # [E+1, 172]
-    node_feat: np.ndarray  # [N+1, 172]
+    edge_feat: PaddedFeatures | np.ndarray  # [E+1, 172] as read (PaddedFeatures: stored at its own width)
+    node_feat: PaddedFeatures | np.ndarray  # [N+1, 172]
     manifest: dict
 
 
-def pad_features(feat: np.ndarray, width: int = FEAT_DIM) -> np.ndarray:
-    if feat.shape[1] > width:
-        raise ValueError(f"feature dimension {feat.shape[1]} is bigger than {width}")
-    if feat.shape[1] == width:
-        return feat
-    return np.concatenate([feat, np.zeros((feat.shape[0], width - feat.shape[1]))], axis=1)
+def pad_features(feat: np.ndarray, width: int = FEAT_DIM) -> PaddedFeatures:
+    """DyGLib's zero padding of a feature table to `width` columns, done when rows are read (`PaddedFeatures`)."""
+    return PaddedFeatures(np.asarray(feat), width)
 
 
 def load_processed(folder: str | Path, pad_to: int = FEAT_DIM) -> CTDGData:
-    """Load data/processed/<dataset>/ (edges.npz + ml_* features) with DyGLib's feature padding."""
+    """Load data/processed/<dataset>/ (edges.npz + ml_* features), features read with DyGLib's padding."""
     folder = Path(folder)
     manifest = read_manifest(folder)
     upstream = manifest["upstream_name"]

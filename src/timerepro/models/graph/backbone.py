@@ -21,6 +21,7 @@ from torch import nn
 
 from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import TemporalNeighbors
+from timerepro.models.graph.features import FeatureTable
 
 DETERMINISTIC = "recent"  # the one sampling strategy that draws no random numbers
 
@@ -49,12 +50,10 @@ class TemporalBackbone(nn.Module):
         super().__init__()
         if sampling not in self.samplings:
             raise ValueError(f"unknown neighbour sampling {sampling!r}; known: {self.samplings}")
-        node_feat, edge_feat = np.asarray(node_feat), np.asarray(edge_feat)
-        self.register_buffer("node_feat", torch.as_tensor(node_feat, dtype=torch.float32), persistent=False)
-        self.register_buffer("edge_feat", torch.as_tensor(edge_feat, dtype=torch.float32), persistent=False)
+        self.node_feat, self.edge_feat = FeatureTable(node_feat), FeatureTable(edge_feat)
         # all-zero tables (most DyGLib datasets: UCI, Wikipedia's nodes, ...) contribute exact zeros: left out
-        self.node_feat_zero, self.edge_feat_zero = not node_feat.any(), not edge_feat.any()
-        self.node_dim, self.edge_dim = node_feat.shape[1], edge_feat.shape[1]
+        self.node_feat_zero, self.edge_feat_zero = self.node_feat.all_zero, self.edge_feat.all_zero
+        self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
         self.time_dim, self.sampling = time_dim, sampling
         self.time_mean, self.time_std = float(time_mean), float(time_std)
         # encoder_options: the encoder's named variants (docs/fidelity.md, item 5)

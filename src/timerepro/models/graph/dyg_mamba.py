@@ -54,6 +54,7 @@ from timerepro.encoders import (TimeSpanControl, TrainableTimeSpanControl, dygma
 from timerepro.graphs.cooccurrence import cooccurrence_counts
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.dropout import Dropout
+from timerepro.models.graph.features import FeatureTable
 from timerepro.models.graph.dygformer import CooccurrenceEncoder
 from timerepro.models.graph.selective_scan import BACKENDS, ZOH, causal_conv1d, selective_scan
 
@@ -358,8 +359,8 @@ class DyGMamba(nn.Module):
             raise ValueError("pairing='joint' (one sequence for both nodes) has no cross-attention: set cross_attention='none'")
         if max_input_sequence_length < 1 or num_blocks < 0 or top_k < 1:
             raise ValueError("max_input_sequence_length >= 1, num_blocks >= 0 and top_k >= 1 are required")
-        self.register_buffer("node_feat", torch.as_tensor(np.asarray(node_feat), dtype=torch.float32), persistent=False)
-        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        self.node_feat = FeatureTable(node_feat)
+        self.edge_feat = FeatureTable(edge_feat)
         self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
         self.max_input_sequence_length = max_input_sequence_length
         self.time_mean, self.time_std = float(time_mean), float(time_std)

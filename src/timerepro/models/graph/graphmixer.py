@@ -19,6 +19,7 @@ from torch import nn
 
 from timerepro.encoders import make_encoder
 from timerepro.models.dropout import Dropout
+from timerepro.models.graph.features import FeatureTable
 from timerepro.models.graph.tcl import SAMPLING, SampledHistory
 
 MASK_VALUE = -1e10  # DyGLib: finite, so a node without neighbours gets uniform (zero-feature) weights
@@ -65,8 +66,8 @@ class GraphMixer(SampledHistory, nn.Module):
             raise ValueError(f"unknown neighbour sampling {sampling!r}; known: {SAMPLING}")
         if num_neighbors < 1 or num_layers < 1 or time_gap < 1:
             raise ValueError("num_neighbors, num_layers and time_gap must be >= 1")
-        self.register_buffer("node_feat", torch.as_tensor(np.asarray(node_feat), dtype=torch.float32), persistent=False)
-        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        self.node_feat = FeatureTable(node_feat)
+        self.edge_feat = FeatureTable(edge_feat)
         self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
         self.node_feat_is_zero = not bool(self.node_feat.any())  # the node encoder's neighbour term is then 0
         if self.edge_dim < 1:

@@ -41,6 +41,7 @@ from timerepro.graphs.batch_graph import GRAPHS, BatchGraph, build_batch_graph, 
 from timerepro.graphs.negatives import train_sampler
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.dropout import Dropout
+from timerepro.models.graph.features import FeatureTable
 from timerepro.models.graph.memory import BufferedState
 from timerepro.models.graph.framelet import Framelet, UFGConv, graph_laplacian
 from timerepro.models.graph.spectral import SpectralFit, fit_projection
@@ -87,7 +88,7 @@ class SWINIT(BufferedState, nn.Module):
             raise ValueError(f"spectral_input {inputs!r} {'needs' if fit is None else 'takes no'} spectral projection")
         if num_layers < 1 or num_neighbors < 1:
             raise ValueError("num_layers and num_neighbors must be >= 1")
-        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        self.edge_feat = FeatureTable(edge_feat)
         # V (d, r) of the spectral encoder: persistent, so a checkpoint carries the projection it was trained with
         self.register_buffer("projection", fit.projection.clone() if fit is not None else torch.zeros(0, 0))
         self.svd_rank, self.svd_error = (fit.rank, fit.error) if fit is not None else (None, None)

@@ -23,6 +23,7 @@ from torch import nn
 from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import Neighborhood, TemporalNeighbors
 from timerepro.models.dropout import Dropout
+from timerepro.models.graph.features import FeatureTable
 
 SAMPLING = ("recent", "uniform")
 
@@ -79,8 +80,8 @@ class TCL(SampledHistory, nn.Module):
             raise ValueError(f"unknown neighbour sampling {sampling!r}; known: {SAMPLING}")
         if num_neighbors < 1 or num_layers < 1:
             raise ValueError("num_neighbors and num_layers must be >= 1")
-        self.register_buffer("node_feat", torch.as_tensor(np.asarray(node_feat), dtype=torch.float32), persistent=False)
-        self.register_buffer("edge_feat", torch.as_tensor(np.asarray(edge_feat), dtype=torch.float32), persistent=False)
+        self.node_feat = FeatureTable(node_feat)
+        self.edge_feat = FeatureTable(edge_feat)
         self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
         if self.node_dim < 1:
             raise ValueError("TCL's width is the node feature width: node features must have >= 1 column")

@@ -12,14 +12,29 @@ from timerepro.encoders import standardization_stats
 from timerepro.graphs.neighbors import TemporalNeighbors
 
 
+CHUNK = 1 << 16  # queries per (chunk, k) block of the pooled statistic
+
+
 def time_difference_stats(graph: TemporalNeighbors, nodes, times, k: int, statistic: str = "pooled",
-                          rng: np.random.RandomState | None = None) -> tuple[float, float]:
+                          rng: np.random.RandomState | None = None, chunk: int = CHUNK) -> tuple[float, float]:
     """Mean and (population) standard deviation of t - t_k over the queries (nodes, times) and their
     k most recent interactions before t in `graph` (k uniform draws with replacement when `rng` is
     given, as the authors' code does for uniform-sampling runs); padding left out.
     `statistic`: `encoders.standardization_stats` ("pooled": every difference, the paper;
     "per_query_mean": the spread of per-query means, the authors' code). (0, 1) without any
-    history; std 1 when all values are equal (the linear encoder needs std > 0)."""
+    history; std 1 when all values are equal (the linear encoder needs std > 0).
+    The pooled statistic of the k most recent is gathered `chunk` queries at a time: the (Q, k) arrays of a large
+    graph at a long history (LastFM, 1.8 M queries x 511 for DyG-Mamba: ~7 GB each) are never built; the valid
+    differences, in the same order, give the same mean and std to the last bit."""
+    if statistic == "pooled" and rng is None:
+        nodes, times = np.asarray(nodes), np.asarray(times, dtype=np.float64)
+        parts = []
+        for i in range(0, len(nodes), chunk):
+            hood = graph.most_recent(nodes[i:i + chunk], times[i:i + chunk], k)  # (c, k)
+            dt = times[i:i + chunk, None] - hood.times.astype(np.float64)  # (c, k)
+            parts.append(dt[hood.neighbor_ids != 0])  # (valid,) row by row, as dt[valid] of the whole
+        values = np.concatenate(parts) if parts else np.zeros(0)
+        return standardization_stats(values[None, :], None, statistic)  # (1, V): the same values, the same stats
     hood = graph.most_recent(nodes, times, k) if rng is None else graph.uniform(nodes, times, k, rng)  # (Q, k)
     dt = np.asarray(times, dtype=np.float64)[:, None] - hood.times.astype(np.float64)  # (Q, k)
     return standardization_stats(dt, hood.neighbor_ids != 0, statistic)
