@@ -69,7 +69,7 @@ class GraphMixer(SampledHistory, nn.Module):
         self.node_feat = FeatureTable(node_feat)
         self.edge_feat = FeatureTable(edge_feat)
         self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
-        self.node_feat_is_zero = not bool(self.node_feat.any())  # the node encoder's neighbour term is then 0
+        self.node_feat_is_zero = self.node_feat.all_zero  # the node encoder's neighbour term is then 0
         if self.edge_dim < 1:
             raise ValueError("GraphMixer's channels are the edge feature columns: a dataset without edge features "
                              "needs them zero-padded (timerepro.data.ctdg.load_processed pads to 172)")
@@ -111,7 +111,7 @@ class GraphMixer(SampledHistory, nn.Module):
         all-zero node table (most of DyGLib's datasets); else the weights summed per distinct node, (B, U) @ (U,
         d_node), the same sum grouped by node (float rounding only)."""
         if self.node_feat_is_zero:
-            return self.node_feat.new_zeros(len(gap), self.node_dim)
+            return self.node_feat.values.new_zeros(len(gap), self.node_dim)
         uniq, inverse = np.unique(gap, return_inverse=True)
         # (B, time_gap) scores summed into (B, U): row b, column of node gap[b, j] gets scores[b, j]
         weights = torch.zeros(len(gap), len(uniq), dtype=scores.dtype, device=scores.device)
