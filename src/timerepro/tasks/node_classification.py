@@ -45,10 +45,10 @@ from timerepro.tasks.effective import effective_config
 from timerepro.tasks.node_classification_stopping import fit_test_stepped
 from timerepro.train import fit
 
-# keys of a node-classification config that configure the head, not the backbone's link prediction
 # which epoch's head is tested: best validation AUC (DyGLib), the last (swinit), or DyGLib's early stopping stepped on
 # test and validation AUC with one shared best (DyG-Mamba's train_node_classification.py:286-322)
 HEAD_EPOCHS = ("best", "last", "test_stepped")
+# keys of a node-classification config that configure the head, not the backbone's link prediction
 BACKBONE_KEYS = {"backbone_lr": "lr", "backbone_epochs": "max_epochs", "backbone_patience": "patience",
                  "backbone_eval_negatives": "eval_negatives"}
 
