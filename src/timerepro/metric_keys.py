@@ -3,7 +3,7 @@ them and the report that reads them back (imports nothing of the project: every 
 
 Link prediction evaluates each split of each setting under each negative sampler (DyGLib's evaluation):
 `<split>_<setting>_<sampler>_<measure>`, e.g. `test_transductive_random_ap`; dyg_mamba's noise probe adds
-`test_transductive_random_noise<ratio>_<measure>`. Node classification records `<split>_<measure>`
+`test_<setting>_random_noise<ratio>_<measure>`. Node classification records `<split>_<measure>`
 (`test_auc`); a history row prefixes the validation metrics of an epoch with `val_`.
 """
 
@@ -26,10 +26,10 @@ def link_prediction(split: str, setting: str, sampler: str, measure: str) -> str
     return f"{evaluated(split, setting, sampler)}_{measure}"
 
 
-def noise(ratio: float, measure: str) -> str:
-    """dyg_mamba Figures 8-9: the transductive test metric with a `ratio` of noisy neighbours
+def noise(ratio: float, measure: str, setting: str = "transductive") -> str:
+    """dyg_mamba Figures 8-9: a test metric (random negatives) with a `ratio` of noisy neighbours
     ("test_transductive_random_noise0.2_ap"; ratio printed with :g, so 0.0 -> "noise0")."""
-    return f"{evaluated('test', 'transductive', 'random')}_noise{ratio:g}_{measure}"
+    return f"{evaluated('test', setting, 'random')}_noise{ratio:g}_{measure}"
 
 
 def node_classification(split: str, measure: str) -> str:

@@ -286,3 +286,156 @@ def test_last_epoch_head_with_its_own_dropout(task, reference, tmp_path, monkeyp
     assert metrics["val_auc"] == pytest.approx(history[-1]["val_auc"], abs=1e-12)
     with pytest.raises(ValueError, match="head_epoch"):
         runs.execute(make_config(head_epoch="middle"), results=tmp_path / "bad", show_progress=False)
+
+
+# ------------------------------------------------------------------ DyG-Mamba's script (docs/dyg_mamba.md M09)
+
+class ScriptedCtx:
+    """The run context `fit_test_stepped` uses, in memory."""
+
+    run_id = "scripted"
+
+    def __init__(self):
+        self.checkpoint, self.history = None, []
+
+    def load_checkpoint(self):
+        return self.checkpoint
+
+    def save_checkpoint(self, state):
+        self.checkpoint = state
+
+    def read_history(self):
+        return self.history
+
+    def write_history(self, rows):
+        self.history = list(rows)
+
+    def progress(self, it, **kw):
+        return it
+
+    def log(self, msg):
+        pass
+
+
+def scripted_fit(val: list, test: dict, patience: int, interval: int = 2):
+    """`fit_test_stepped` on a one-weight head whose weight is the epoch number, with scripted AUCs."""
+    from timerepro.tasks.node_classification_stopping import fit_test_stepped
+
+    head = torch.nn.Linear(1, 1, bias=False)
+    opt = torch.optim.SGD(head.parameters(), lr=0.0)
+    epoch_of = {"e": -1}
+
+    def train_epoch(epoch):
+        epoch_of["e"] = epoch
+        with torch.no_grad():
+            head.weight.fill_(float(epoch))
+        return {"train_loss": 0.0}
+
+    result = fit_test_stepped(head, opt, train_epoch=train_epoch,
+                              validate=lambda: {"auc": val[epoch_of["e"]], "loss": 0.0},
+                              test=lambda: {"auc": test[epoch_of["e"]], "loss": 0.0},
+                              interval=interval, max_epochs=len(val), patience=patience, ctx=ScriptedCtx())
+    return result, float(head.weight.detach())
+
+
+def test_test_auc_steps_the_shared_early_stopping():
+    """train_node_classification.py:286-322: at epoch 2 (1-based) the test AUC 0.9 is stepped first and becomes the
+    best; validation 0.8 at epoch 3 does not beat it (validation-only stopping would have kept epoch 3); the test step
+    at epoch 4 and the validation step after it each add one to the counter, which reaches the patience of 3 at the
+    test step: the loop ends after epoch 4 with the head of epoch 2."""
+    val, test = [0.5, 0.6, 0.8, 0.7, 0.99, 0.99], {1: 0.9, 3: 0.85, 5: 0.9}
+    result, weight = scripted_fit(val, test, patience=3)
+    assert result.best_epoch == 1 and weight == 1.0
+    assert result.epochs_run == 4  # stopped: epochs 5-6 never run
+    rows = result.history
+    assert [("test_auc" in r) for r in rows] == [False, True, False, True]
+    assert [r["saved"] for r in rows] == [True, True, False, False]
+    assert [r["stop_counter"] for r in rows] == [0, 1, 2, 4]
+    # validation AUC alone (DyGLib's head, `head_epoch: best`) keeps the best validation epoch instead
+    assert int(np.argmax(val[:4])) == 2
+
+
+def test_the_stop_is_kept_after_a_saving_validation_step():
+    """EarlyStopping.early_stop is never reset (utils/EarlyStopping.py:58-63): the test step at epoch 4 reaches the
+    patience, the validation step after it still saves (>= the best), and the loop ends there."""
+    val, test = [0.5, 0.6, 0.7, 0.95, 0.99], {1: 0.9, 3: 0.8}
+    result, weight = scripted_fit(val, test, patience=3)
+    assert result.epochs_run == 4 and result.best_epoch == 3 and weight == 3.0
+    assert [r["stop_counter"] for r in result.history] == [0, 1, 2, 0]
+
+
+DM = dict(paper="dyg_mamba", experiment="nc_test", task="node_classification", dataset="wikipedia", standin="smoke",
+          model="dyg_mamba", max_input_sequence_length=8, d_ch=4, d_cooc=4, d_T=4, d_state=4, expand=1, d_out=8,
+          lr=1e-3, batch_size=200, max_epochs=6, patience=3, backbone_weights="random", head_epoch="test_stepped",
+          test_interval_epochs=2, seed=0)
+
+
+def dm_config(**over) -> dict:
+    cfg = resolved("node_classification", "dyg_mamba", {**DM, **over})
+    cfg["run_id"] = registry.run_id(cfg)
+    return cfg
+
+
+def test_random_frozen_backbone_and_test_stepped_head(task, tmp_path, monkeypatch):
+    """DyG-Mamba's script (train_node_classification.py:118-146, 286-325): the backbone is the model as built from the
+    seed, never trained, unchanged by the head's training and not optimised; the history steps test AUC every
+    `test_interval_epochs`; the reported head is the one the shared early stopping saved last."""
+    from timerepro.records import read_effective_config
+    from timerepro.tasks.node_classification_stopping import SharedStopper
+
+    seen: dict = {}
+    train_head, fit_stepped = nc.train_head, nc.fit_test_stepped
+
+    def spy_train_head(model, data, config, ctx):
+        seen["data"], seen["before"] = data, {k: v.clone() for k, v in model.backbone.state_dict().items()}
+        seen["backbone_params"] = {id(p) for p in model.parameters()}
+        out = train_head(model, data, config, ctx)
+        seen["after"] = {k: v.clone() for k, v in model.backbone.state_dict().items()}
+        return out
+
+    def spy_fit(head, optimizer, **kw):
+        seen["optimized"] = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        return fit_stepped(head, optimizer, **kw)
+
+    monkeypatch.setattr(nc, "train_head", spy_train_head)
+    monkeypatch.setattr(nc, "fit_test_stepped", spy_fit)
+    cfg = dm_config()
+    d = runs.execute(cfg, results=tmp_path, show_progress=False)
+    metrics = json.loads((d / "metrics.json").read_text())
+    history = json.loads((d / "history.json").read_text())
+    # frozen: the same weights after the head's training, none of them optimised
+    before, after = seen["before"], seen["after"]
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    assert not (seen["optimized"] & seen["backbone_params"])
+    # random: the model as built from the run's seed (no link prediction ran, nothing under backbone/)
+    fresh = nc.random_backbone(read_effective_config(d), None, seen["data"])[0].backbone.state_dict()
+    assert all(torch.equal(fresh[k], before[k]) for k in before)
+    assert not (d / "backbone").exists() and not any(k.startswith("backbone_") for k in metrics)
+    # the shared stopping replayed on the recorded AUCs gives the recorded selection
+    stopper = SharedStopper(patience=3)
+    for row in history:
+        saved = stopper.step(row["test_auc"], row["epoch"]) if "test_auc" in row else False
+        saved |= stopper.step(row["val_auc"], row["epoch"])
+        assert row["saved"] == saved
+    assert [("test_auc" in r) for r in history] == [(r["epoch"] + 1) % 2 == 0 for r in history]
+    assert metrics["best_epoch"] == stopper.best_epoch and metrics["epochs_run"] == len(history)
+    best = history[metrics["best_epoch"]]
+    assert metrics["val_auc"] == pytest.approx(best["val_auc"], abs=1e-12)
+    if "test_auc" in best:
+        assert metrics["test_auc"] == pytest.approx(best["test_auc"], abs=1e-12)
+
+
+def test_test_stepped_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_resume):
+    cfg = dm_config()
+    ref = results_of(runs.execute(cfg, results=tmp_path / "ref", show_progress=False))
+    d = kill_then_resume(cfg, tmp_path / "killed", after=3)  # after the head's third epoch (a test step at 2)
+    assert json.loads((d / "provenance.json").read_text())["resumed_from_epoch"] == 2
+    assert results_of(d) == ref
+
+
+def test_bad_protocol_keys_are_refused_before_any_training(task, tmp_path):
+    for over, match in (({"backbone_weights": "pretrained"}, "backbone_weights"),
+                        ({"test_interval_epochs": None}, "test_interval_epochs"),
+                        ({"backbone_run_dir": str(tmp_path)}, "backbone_run_dir")):
+        with pytest.raises(ValueError, match=match):
+            runs.execute(dm_config(**over), results=tmp_path / "bad", show_progress=False)

@@ -13,6 +13,7 @@ def test_noise_keys_print_the_ratio_with_g():
     assert mk.noise(0.0, "ap") == "test_transductive_random_noise0_ap"
     assert mk.noise(0.2, "auc") == "test_transductive_random_noise0.2_auc"
     assert mk.noise(1, "ap") == "test_transductive_random_noise1_ap"
+    assert mk.noise(0.5, "ap", "inductive") == "test_inductive_random_noise0.5_ap"  # the new-node test edges
 
 
 def test_node_classification_and_history_keys():

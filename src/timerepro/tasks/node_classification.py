@@ -1,17 +1,21 @@
 """Dynamic node classification, DyGLib's protocol (`train_node_classification.py`,
 `evaluate_models_utils.py::evaluate_model_node_classification`, `models/modules.py::MLPClassifier`).
 
-* backbone: a link-prediction model (`tasks.link_prediction.MODELS`), trained in this run by the
-  link-prediction task for `backbone_epochs` epochs (its record in `<run>/backbone/`), or loaded from a
-  completed link-prediction run record (`backbone_run_dir`, a run kept with `keep_checkpoint: true`);
-  then frozen: eval mode, `requires_grad` off, not given to the optimizer;
+* backbone (`backbone_weights`, absent: `trained`): a link-prediction model (`tasks.link_prediction.MODELS`),
+  trained in this run by the link-prediction task for `backbone_epochs` epochs (its record in
+  `<run>/backbone/`), or loaded from a completed link-prediction run record (`backbone_run_dir`, a run kept with
+  `keep_checkpoint: true`); or `random`: the model as built from the run's seed, untrained (DyG-Mamba's script,
+  whose checkpoint load is commented out: train_node_classification.py:132-136); then frozen: eval mode,
+  `requires_grad` off, not given to the optimizer;
 * data: DyGLib's node-classification split (time quantiles 0.70/0.85, no held-out nodes), the edge's
   `label` (state change of the source after the interaction) as target;
 * input of the head: the backbone's source embedding of each edge at its time (the destination is the
   edge's own), every split on the full graph (DyGLib's `full_neighbor_sampler`, seed 1, reset per pass);
 * head: DyGLib's MLPClassifier (d -> 80 -> 10 -> 1, ReLU, dropout), BCE, Adam(lr) (or the `optimizer`
-  of the config, as the backbone), batches of `batch_size` in time order, early stopping on validation
-  ROC-AUC over the whole split; a backbone may say what the head reads (`classification_embeddings`,
+  of the config, as the backbone), batches of `batch_size` in time order; the head tested (`head_epoch`): the
+  best validation ROC-AUC over the whole split (`best`, DyGLib), the last epoch's (`last`, swinit's authors) or
+  DyGLib's early stopping stepped on test and validation AUC (`test_stepped`, DyG-Mamba's script:
+  node_classification_stopping.py); a backbone may say what the head reads (`classification_embeddings`,
   `classification_dim`; default: its link-prediction source embedding);
 * metrics: `val_auc`, `test_auc` (ROC-AUC over the whole split, DyGLib's `roc_auc_score`), losses.
 
@@ -38,10 +42,13 @@ from timerepro.io import atomic_write_bytes, atomic_write_json
 from timerepro.models.graph.memory import stream_state
 from timerepro.tasks import link_prediction as lp
 from timerepro.tasks.effective import effective_config
+from timerepro.tasks.node_classification_stopping import fit_test_stepped
 from timerepro.train import fit
 
+# which epoch's head is tested: best validation AUC (DyGLib), the last (swinit), or DyGLib's early stopping stepped on
+# test and validation AUC with one shared best (DyG-Mamba's train_node_classification.py:286-322)
+HEAD_EPOCHS = ("best", "last", "test_stepped")
 # keys of a node-classification config that configure the head, not the backbone's link prediction
-HEAD_EPOCHS = ("best", "last")  # which epoch's head is tested: best validation AUC (DyGLib) or the last (swinit)
 BACKBONE_KEYS = {"backbone_lr": "lr", "backbone_epochs": "max_epochs", "backbone_patience": "patience",
                  "backbone_eval_negatives": "eval_negatives"}
 
@@ -121,6 +128,25 @@ def load_backbone(config: dict, data: CTDGData) -> tuple[lp.LinkPredictionModel,
     return model, json.loads((folder / "metrics.json").read_text())
 
 
+def random_backbone(config: dict, ctx, data: CTDGData) -> tuple[lp.LinkPredictionModel, dict]:
+    """The untrained backbone of the run's seed: DyG-Mamba's node-classification script builds the model after
+    `set_random_seed(run)` and leaves its checkpoint load commented out (train_node_classification.py:56, 118-136),
+    so its classifier reads a random, frozen model. No link prediction runs: no backbone metrics."""
+    if config.get("backbone_run_dir"):
+        raise ValueError("backbone_weights: random takes no backbone_run_dir (a kept record is a trained backbone)")
+    torch.manual_seed(int(config["seed"]))
+    return _rebuild(backbone_config(config), data), {}
+
+
+def trained_backbone(config: dict, ctx, data: CTDGData) -> tuple[lp.LinkPredictionModel, dict]:
+    """DyGLib's: the selected weights of a kept link-prediction record, or of link prediction trained in this run."""
+    return load_backbone(config, data) if config.get("backbone_run_dir") else train_backbone(config, ctx, data)
+
+
+# `backbone_weights` (absent: trained, so the other papers' run ids stay) -> (config, ctx, data) -> (model, metrics)
+BACKBONE_WEIGHTS = {"trained": trained_backbone, "random": random_backbone}
+
+
 def freeze(model: nn.Module) -> nn.Module:
     """Eval mode (no dropout) and no gradients, as DyGLib's `model[0].eval()` under `torch.no_grad()`."""
     model.eval()
@@ -178,9 +204,19 @@ def _check_labels(name: str, labels: np.ndarray) -> None:
         raise ValueError(f"{name} split holds a single class ({values}): ROC-AUC is undefined")
 
 
+def _head_epoch(config: dict) -> str:
+    """The config's `head_epoch` (absent: best), refused when unknown or incomplete."""
+    head_epoch = config.get("head_epoch", "best")
+    if head_epoch not in HEAD_EPOCHS:
+        raise ValueError(f"unknown head_epoch {head_epoch!r}; known: {HEAD_EPOCHS}")
+    if head_epoch == "test_stepped" and not config.get("test_interval_epochs"):
+        raise ValueError("head_epoch: test_stepped needs test_interval_epochs (DyGLib's 10: load_configs.py:444)")
+    return head_epoch
+
+
 def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx) -> dict:
     """Embed every split with the frozen backbone, train DyGLib's MLPClassifier on the source embeddings
-    with `fit` (checkpoint and resume through ctx), return the metrics of the best head."""
+    with `fit` or `fit_test_stepped` (checkpoint and resume through ctx), return the metrics of the selected head."""
     split = node_classification_split(data)
     graph = TemporalNeighbors.from_data(data)  # DyGLib: the full graph for training, validation and test
     batch_size = int(config["batch_size"])
@@ -202,10 +238,9 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
     opt = lp.make_optimizer(config, head.parameters())
     y_train = torch.as_tensor(labels["train"], dtype=torch.float32)
     # `head_epoch: last` keeps the last epoch's head (swinit's authors report its test AUC, ~515-526): the monitored
-    # count of trained epochs improves every epoch; absent or `best`: the best validation AUC (DyGLib)
-    head_epoch = config.get("head_epoch", "best")
-    if head_epoch not in HEAD_EPOCHS:
-        raise ValueError(f"unknown head_epoch {head_epoch!r}; known: {HEAD_EPOCHS}")
+    # count of trained epochs improves every epoch; absent or `best`: the best validation AUC (DyGLib);
+    # `test_stepped`: DyG-Mamba's script (node_classification_stopping.py)
+    head_epoch = _head_epoch(config)
     trained = [0]
 
     def train_epoch(epoch: int) -> dict:
@@ -221,13 +256,21 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
             total += loss.item() * len(logits)
         return {"train_loss": total / max(len(y_train), 1)}
 
-    def validate() -> dict:
-        m = evaluate_head(head, emb["val"], labels["val"], batch_size)
-        return {"auc": m["auc"], "loss": m["loss"], **({"trained_epochs": trained[0]} if head_epoch == "last" else {})}
+    def evaluate(name: str) -> dict:
+        m = evaluate_head(head, emb[name], labels[name], batch_size)
+        return {"auc": m["auc"], "loss": m["loss"]}
 
-    monitor = "trained_epochs" if head_epoch == "last" else "auc"
-    result = fit(head, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode="max",
-                 max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx)
+    def validate() -> dict:
+        return {**evaluate("val"), **({"trained_epochs": trained[0]} if head_epoch == "last" else {})}
+
+    if head_epoch == "test_stepped":
+        result = fit_test_stepped(head, opt, train_epoch=train_epoch, validate=validate, test=lambda: evaluate("test"),
+                                  interval=int(config["test_interval_epochs"]), max_epochs=int(config["max_epochs"]),
+                                  patience=int(config["patience"]), ctx=ctx)
+    else:
+        monitor = "trained_epochs" if head_epoch == "last" else "auc"
+        result = fit(head, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode="max",
+                     max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx)
     metrics: dict = {}
     for name in ("val", "test"):
         m = evaluate_head(head, emb[name], labels[name], batch_size)
@@ -246,18 +289,19 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
 # ------------------------------------------------------------------ the run
 
 def run(config: dict, ctx) -> dict:
-    """Backbone (trained here or loaded), frozen; head trained and selected on validation AUC. `config`: the
-    effective config (`effective_config`, applied by the run before the task)."""
+    """Backbone (trained here, loaded, or random: `backbone_weights`), frozen; head trained and selected as
+    `head_epoch` says. `config`: the effective config (`effective_config`, applied by the run before the task)."""
     if config["model"] not in lp.MODELS:
         raise KeyError(f"unknown link-prediction model {config['model']!r}; known: {sorted(lp.MODELS)}")
+    weights = config.get("backbone_weights", "trained")
+    if weights not in BACKBONE_WEIGHTS:
+        raise ValueError(f"unknown backbone_weights {weights!r}; known: {sorted(BACKBONE_WEIGHTS)}")
+    _head_epoch(config)  # refused before any training
     data, data_info = lp.load_data(config)
     split = node_classification_split(data)
     for name in ("val", "test"):  # before any training
         _check_labels(name, data.labels[getattr(split, name)])
-    if config.get("backbone_run_dir"):
-        model, backbone_metrics = load_backbone(config, data)
-    else:
-        model, backbone_metrics = train_backbone(config, ctx, data)
+    model, backbone_metrics = BACKBONE_WEIGHTS[weights](config, ctx, data)
     model = freeze(model.to(torch.device(ctx.device)))
     outcome = train_head(model, data, config, ctx)
     metrics = outcome["metrics"]

@@ -5,7 +5,7 @@ tasks, so no model module imports them and a model's code fingerprint holds only
 | probe | config key | writes | for |
 |---|---|---|---|
 | attention_maps | `record_attention: k` (DyGFormer-separate, DyGDecoder) | attention_records.npz | linear_time Figures 7-12 |
-| noise | `noise_ratios: [...]` | metrics `test_transductive_random_noise<r>_{ap,auc}` | dyg_mamba Figures 8, 9 |
+| noise | `noise_ratios: [...]` (`noise_mode`, `noise_batch_size`) | metrics `test_{transductive,inductive}_random_noise<r>_{ap,auc}` | dyg_mamba Figures 8, 9 |
 | case_study | `case_study_edges: k` (DyG-Mamba, DyGFormer) | case_study.npz | dyg_mamba Figure 6 (B-D) |
 """
 
