@@ -227,3 +227,28 @@ def test_the_page_header_says_what_the_scale_is(reg, tmp_path):
     atomic_write_json(claims.claims_path(tmp_path), [])
     page = Path(html.build(reg, "smoke", tmp_path)).read_text()
     assert reg.scales["scales"]["smoke"]["description"] in page.split("</header>")[0]
+
+
+def _lp(encoder, dataset, test):
+    return {"config": {"model": "tgat", "encoder": encoder, "dataset": dataset, "dropout": 0.1, "seed": 0,
+                       "experiment": "lp_tgat"},
+            "metrics": {"val_transductive_random_ap": 0.5, "test_transductive_random_ap": test}}
+
+
+def test_linear_time_wins_over_fewer_datasets_than_the_papers_carry_no_delta():
+    from timerepro.report import link_prediction as lp
+    from timerepro.report.linear_time import ap_tables
+
+    few = [_lp(e, "uci", t) for e, t in (("linear", 0.9), ("cosine", 0.8), ("cosine_scale", 0.7))]
+    wins = {r["row"]: r for r in ap_tables.lp_ap_random(few) if r["metric"] == lp.WINS_METRIC}
+    assert wins["Linear"]["mean"] == 1 and wins["Linear"]["note"].startswith(tables.NOT_COMPARABLE)
+    assert "over 3 reproduced cells (UCI), the paper's over 18" in wins["Linear"]["note"]
+    printed = published.load("linear_time", "table1")
+    printed = printed[(printed["row_group"] == "TGAT") & (printed["metric"] == "AP_random_NS_test")]
+    labels = {"Linear": "linear", "Sinusoidal": "cosine", "Sinusoidal-scale": "cosine_scale"}
+    datasets = {"Wikipedia": "wikipedia", "Reddit": "reddit", "LastFM": "lastfm", "Enron": "enron", "UCI": "uci",
+                "US Legis": "uslegis"}
+    every = [_lp(labels[r.row], datasets[r.column], r.mean / 100) for r in printed.itertuples()]
+    full = {r["row"]: r for r in ap_tables.lp_ap_random(every) if r["metric"] == lp.WINS_METRIC}
+    assert not full["Linear"]["note"].startswith(tables.NOT_COMPARABLE)  # the paper's 18 cells: comparable
+    assert full["Linear"]["mean"] == 4  # the paper's own count, from its own cells
