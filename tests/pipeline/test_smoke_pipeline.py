@@ -78,8 +78,10 @@ def _reproduced_cells(md: str) -> list[str]:
     lines = [l for l in md.splitlines() if l.startswith("|")]
     head = [h.strip() for h in lines[0].strip("|").split("|")]
     cols = [i for i, h in enumerate(head) if h.endswith("(reproduced)")]
-    # a reproduced cell may carry the report's mark (" †": below EdgeBank on the same data); the number is what counts
-    return [[c.strip().removesuffix(" †") for c in l.strip("|").split("|")][i] for l in lines[2:] for i in cols]
+    # a reproduced cell may carry the report's marks (" †": below EdgeBank on the same data; " [s]": its data kind in a
+    # table of several kinds); the number is what counts
+    bare = lambda c: re.sub(r" \[[a-z+]+\]$", "", c.strip()).removesuffix(" †")
+    return [[bare(c) for c in l.strip("|").split("|")][i] for l in lines[2:] for i in cols]
 
 
 def test_reproduced_cells_come_only_from_aggregates(smoke_results):

@@ -54,13 +54,13 @@ def test_lp_table_cells_ranks_and_edgebank_choice():
     recs.append(record("edgebank", "uci", 0, {"test_transductive_random_ap": 0.65, "val_transductive_random_ap": 0.2},
                        edgebank_memory="repeat_threshold"))
     recs.append(record("dyg_mamba", "uci", 0, {"test_transductive_random_ap": 0.1}, variant="wo_selective"))  # not the model
-    rows = [r for r in lp_rows(recs, "transductive", "ap", blocks=("rnd",))]
+    rows = [r for r in lp_rows(recs, "transductive", "ap", "table4", blocks=("rnd",))]
     cell = {(r["row"], r["column"]): r for r in rows}
     assert cell[("UCI", "DyG-Mamba")]["mean"] == pytest.approx(80.0) and cell[("UCI", "DyG-Mamba")]["std"] == pytest.approx(10.0)
     assert cell[("UCI", "DyG-Mamba")]["n_runs"] == 2  # population std of 90, 70; the variant run left out
     assert cell[("UCI", "EdgeBank")]["mean"] == pytest.approx(65.0) and "repeat_threshold" in cell[("UCI", "EdgeBank")]["note"]
     assert cell[(AVG_RANK, "DyG-Mamba")]["mean"] == 1 and cell[(AVG_RANK, "DyGFormer")]["mean"] == 2
-    assert not any(r["column"] == "EdgeBank" for r in lp_rows(recs, "inductive", "ap", blocks=("rnd",)))
+    assert not any(r["column"] == "EdgeBank" for r in lp_rows(recs, "inductive", "ap", "table10", blocks=("rnd",)))
 
 
 def test_table5_and_the_rank_consistency_claim():

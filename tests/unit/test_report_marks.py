@@ -129,7 +129,8 @@ def test_cells_below_edgebank_are_flagged_in_the_report_and_the_markdown_notes(r
     md = (tmp_path / "tables" / "dyg_mamba" / "table4.md").read_text()
     assert "90.50 †" not in md and "55.50" in md and "55.50 †" not in md  # 55 > EdgeBank's 50 under historical NS
     box = article(Path(html.build(reg, "offline", tmp_path)).read_text(), "linear_time", "table1")
-    assert "70.50 †" in box and "80.50 †" not in box and "below EdgeBank: suspect" in box
+    assert "70.50 <a class='notemark' href='#linear_time-table1-suspects'>†</a>" in box
+    assert "80.50 <a" not in box and "below EdgeBank: suspect" in box
 
 
 def _sw(model, dataset, mean, setting="transductive"):

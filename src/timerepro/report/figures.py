@@ -1,8 +1,9 @@
 """Figure renderers by name (engine: no paper here) and the style every figure shares.
 
 A renderer is a function of a paper module marked `@renderer("name")` (params/<paper>.yaml `render:`),
-`(df, meta) -> matplotlib Figure`, where df is the artifact's aggregated rows and meta holds `scale` and
-`data` (the label). Every figure uses `style(ax)` on its axes, `stamp(fig, meta)` (reproduced, scale, data)
+`(df, meta) -> matplotlib Figure`, where df is the artifact's aggregated rows and meta (`meta_of`) holds `scale`,
+`data` (the label) and the data's kind and words. Every figure uses `style(ax)` on its axes, `stamp(fig, meta)`
+(reproduced, scale, kind of data, data: render.py stamps a figure its renderer did not)
 and the Okabe-Ito colours of PALETTE / ENCODER_COLORS; `save` writes PNG and PDF atomically.
 """
 
@@ -20,7 +21,7 @@ import pandas as pd  # noqa: E402
 from timerepro.catalog import Catalog  # noqa: E402
 from timerepro.names import ENCODER_LABELS  # noqa: E402
 
-from . import families  # noqa: E402
+from . import badges, families  # noqa: E402
 
 RENDERERS: Catalog[Callable[[pd.DataFrame, dict], plt.Figure]] = Catalog("figure renderer", fill=lambda: families.fill(RENDERERS))
 renderer = RENDERERS.register  # @renderer("name") on a function of a module listed in report_catalog.py
@@ -38,13 +39,28 @@ def style(ax) -> None:
     ax.set_axisbelow(True)
 
 
-def stamp(fig, meta: dict) -> None:
-    """The line under every figure: reproduced, at which scale, on which kind of data (real, real cut, stand-in)
+def meta_of(rows: pd.DataFrame, scale: str) -> dict:
+    """What a renderer's `meta` and a figure's caption read from the artifact's aggregated rows."""
+    return {"scale": scale, "data": "; ".join(sorted(set(rows["data"]))),
+            "data_kind": "; ".join(sorted(set(rows["data_kind"]))), "data_words": badges.data_words(rows)}
+
+
+def caption(meta: dict) -> str:
+    """The words under every figure: reproduced, at which scale, on which kind of data (real, real cut, stand-in)
     and which data."""
     words = meta.get("data_words") or meta.get("data_kind", "")
     warn = " (proves the pipeline, not the paper)" if "stand-in" in words else ""
-    fig.text(0.99, -0.04, f"reproduced · scale={meta['scale']} · {words}{warn} · {meta['data']}", ha="right",
-             va="bottom", fontsize=7, color="#a4161a" if warn else "#666666")
+    return f"reproduced · scale={meta['scale']} · {words}{warn} · {meta['data']}"
+
+
+def stamp(fig, meta: dict) -> None:
+    """`caption(meta)` under the figure, once (render.py stamps any figure its renderer left unstamped)."""
+    if getattr(fig, "_timerepro_stamp", None):
+        return
+    text = caption(meta)
+    fig.text(0.99, -0.04, text, ha="right", va="bottom", fontsize=7,
+             color="#a4161a" if "stand-in" in text else "#666666")
+    fig._timerepro_stamp = text
 
 
 

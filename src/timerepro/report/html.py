@@ -13,7 +13,7 @@ from timerepro.io import atomic_write_text, read_json
 from timerepro.paths import results_dir
 from timerepro.registry import PAPERS, Registry
 
-from . import aggregate, badges, claims, cost_plan, published, render, staleness, suspects, tables
+from . import aggregate, badges, claims, cost_plan, figures, published, render, staleness, suspects, tables
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -43,6 +43,10 @@ details summary{cursor:pointer;color:#16324f}
 .verdicts td,.verdicts th{text-align:left;vertical-align:top;white-space:normal;padding:4px 8px}
 .verdicts .n{font-weight:700;font-size:14px}.verdicts a{margin-right:4px;font-size:11px}
 .neverhere{background:#ede7f6;color:#4527a0}.claim{margin:3px 0}.claim:target{background:#fff8c4}
+.verdicts .kindline{font-size:11px;color:#555}.scaleline{font-size:13px;color:#16324f;margin:8px 0 2px}
+.kindmark{font-size:10px;border-radius:4px;padding:0 2px;font-weight:600}a.notemark{color:#a4161a;text-decoration:none}
+figure{margin:6px 0}figcaption{font-size:12px;color:#555}figcaption.standin{color:#a4161a}
+.suspect:target{background:#fff8c4}
 """ + badges.CSS
 
 
@@ -56,6 +60,21 @@ def claim_anchor(c: dict) -> str:
     return f"{c['paper']}-claim-{c['id']}"
 
 
+DATA_ORDER = badges.WORD_ORDER + (badges.NO_CELLS,)
+
+
+def _claim_links(mine: list[dict]) -> str:
+    """The claims of one first-screen cell, grouped by the data behind their verdicts: 'stand-in 2: c01 c04'."""
+    by: dict[str, list[dict]] = {}
+    for c in mine:
+        by.setdefault(c.get("data") or badges.NO_CELLS, []).append(c)
+    order = sorted(by, key=lambda w: DATA_ORDER.index(w) if w in DATA_ORDER else len(DATA_ORDER))
+    link = lambda c: (f"<a href='#{claim_anchor(c)}' title='{html.escape(c['text'] + ' | ' + c.get('detail', ''))}'>"
+                      f"{c['id']}</a>")
+    return "".join(f"<div class='kindline'>{html.escape(w)} {len(by[w])}: {''.join(link(c) for c in by[w])}</div>"
+                   for w in order)
+
+
 def verdict_table(claim_list: list[dict]) -> str:
     """The first screen: per paper, how many claims hold, fail, cannot be decided yet or never here, on which data
     (real, real cut, stand-in, ...), each claim linked to its verdict."""
@@ -65,9 +84,10 @@ def verdict_table(claim_list: list[dict]) -> str:
         tds = []
         for v in claims.VERDICTS:
             mine = [c for c in claim_list if c["paper"] == paper and c["verdict"] == v]
-            kinds = "" if v == claims.NEVER else ", ".join(f"{k} {n}" for k, n in sorted(t["data"][v].items()))
-            links = "".join(f"<a href='#{claim_anchor(c)}' title='{html.escape(c['text'])}'>{c['id']}</a>" for c in mine)
-            tds.append(f"<td><span class='n'>{t[v]}</span> <span class='muted'>{html.escape(kinds)}</span><br>{links}</td>")
+            links = ("<div class='kindline'>" + "".join(f"<a href='#{claim_anchor(c)}' title='"
+                                                         f"{html.escape(c['text'] + ' | ' + c.get('detail', ''))}'>{c['id']}</a>"
+                                                         for c in mine) + "</div>") if v == claims.NEVER else _claim_links(mine)
+            tds.append(f"<td><span class='n'>{t[v]}</span>{links if mine else ''}</td>")
         rows.append(f"<tr><th><a href='#{paper}-claims'>{html.escape(paper)}</a></th>{''.join(tds)}</tr>")
     return (f"<table class='summary verdicts'><caption style='text-align:left;font-weight:600'>Claims per paper: the "
             f"verdicts and the data behind them (real: real data at paper scale; real cut: real data below paper "
@@ -84,6 +104,17 @@ def claim_html(c: dict, anchor: bool = False) -> str:
     return (f"<div class='claim'{ident}><span class='badge {VCLASS.get(c['verdict'], 'pending')}'>{c['id']}: "
             f"{html.escape(c['verdict'])}</span>{html.escape(c['text'])} <span class='muted'>[{html.escape(where)}] "
             f"{html.escape(c['detail'])}</span>{link}</div>")
+
+
+def suspect_html(below, aid: str, anchor: str) -> str:
+    """The footnote of the table's cells below EdgeBank (the MARK in a cell links here): one line, every cell in a
+    fold below it when there are many."""
+    every, lines = suspects.notes(below, aid), render.suspect_notes(below, aid)
+    if not lines:
+        return ""
+    fold = (f"<details><summary>every cell</summary>{'<br>'.join(map(html.escape, every))}</details>"
+            if len(every) > len(lines) else "")
+    return f"<div class='suspect' id='{html.escape(anchor)}'>{'<br>'.join(map(html.escape, lines))}{fold}</div>"
 
 
 def _status(art: dict, prov: dict | None) -> tuple[str, str]:
@@ -157,20 +188,23 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
                 parts.append(staleness.html_note(stale[aid], paper, scale))
             if art.get("section"):
                 parts.append(f"<div class='muted'>section {html.escape(art['section'])} · compute: {html.escape(art.get('compute', '?'))}</div>")
+            pub = published.load(paper, aid)
+            rep = suspects.mark(reproduced[reproduced["artifact"] == aid], below)
             for fig in rendered.get(aid, {}).get("figures", []):
-                if fig.endswith(".png"):
-                    parts.append(f"<img src='../{html.escape(fig)}' alt='{paper} {aid}'>")
+                if fig.endswith(".png") and not rep.empty:
+                    words = figures.caption(figures.meta_of(rep, scale))
+                    parts.append(f"<figure><img src='../{html.escape(fig)}' alt='{paper} {aid}'><figcaption"
+                                 f"{' class=standin' if 'stand-in' in words else ''}>{html.escape(words)}</figcaption></figure>")
             if art.get("qualitative"):
                 parts.append(tables.to_html(tables.qualitative(art["qualitative"]), tables.QUALITATIVE_LINE)
                              + f"<div class='muted'>{html.escape(art['qualitative'].get('note', ''))}</div>")
-            pub = published.load(paper, aid)
-            rep = suspects.mark(reproduced[reproduced["artifact"] == aid], below)
             if not pub.empty or not rep.empty:
                 note = "" if not pub.empty else " <span class='muted'>(the paper prints no numbers for this artifact: figure only)</span>"
                 line = tables.provenance_line(scale, rep, is_configuration(art))
+                anchor = f"{paper}-{aid}-suspects"
                 parts.append(f"<details {'open' if not rep.empty else ''}><summary>numbers: published{' and reproduced' if not rep.empty else ''}{note}</summary>"
-                             + tables.to_html(tables.comparison(pub, rep, delta=not is_configuration(art)), line) + "</details>")
-                parts += [f"<div class='suspect'>{html.escape(n)}</div>" for n in render.suspect_notes(below, aid)]
+                             + tables.to_html(tables.comparison(pub, rep, delta=not is_configuration(art)), line,
+                                              {suspects.MARK: f"#{anchor}"}) + "</details>" + suspect_html(below, aid, anchor))
             for c in [c for c in claim_list if c["paper"] == paper and aid in c["artifact"].replace(" ", "").split(",")]:
                 parts.append(claim_html(c))
             if prov and prov.get("n_runs"):
@@ -187,7 +221,8 @@ def build(reg: Registry, scale: str, results: Path | None = None, fingerprints=N
                f"<tr><th>below EdgeBank (suspect)</th><td>{n_suspect} cell(s)</td></tr></table>")
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>timerepro report ({html.escape(scale)})</title>"
             f"<style>{CSS}</style></head><body><header><h1>Reproduction report: how models encode time</h1>"
-            f"<p>scale <b>{html.escape(scale)}</b> · generated {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}</p>"
+            f"<p>scale <b>{html.escape(scale)}</b>: {html.escape(reg.scales['scales'].get(scale, {}).get('description', ''))}"
+            f" · generated {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}</p>"
             f"<p>Reproduced numbers come only from run records of this pipeline; published numbers come only from "
             f"params/published/published_values.csv and sit under <i>published</i> headings.</p></header>"
             f"<main>{verdict_table(claim_list)}<nav>{nav}</nav>{summary}{''.join(body)}</main></body></html>")

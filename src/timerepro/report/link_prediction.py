@@ -21,6 +21,9 @@ import pandas as pd
 from timerepro import metric_keys as mk
 from timerepro.names import ENCODER_LABELS, MODEL_LABELS, dataset_label  # noqa: F401 (MODEL_LABELS re-exported)
 
+from . import published
+from .tables import NOT_COMPARABLE
+
 SEARCHED = ("dropout", "d_ch")  # the hyperparameters the paper searches (section 4.1)
 WINS_COLUMN, WINS_METRIC = "# Wins", "n_dataset_wins"
 
@@ -109,11 +112,38 @@ def ap_table(records: list[dict], sampler: str, metric: str, *, paper: str | Non
         for enc in means:
             wins[(model, enc)] += enc in winners(means)
             seen[(model, enc)] += chosen[(model, enc, dataset)]
+    compared = defaultdict(set)  # model label -> the (encoder, dataset) cells its wins compare
+    for (model, encoder, dataset), rs in chosen.items():
+        compared[MODEL_LABELS[model]].add((labels[encoder], dataset_label(dataset, _paper(paper, rs))))
     for (model, enc), n in sorted(wins.items()):
         rows.append({"row_group": MODEL_LABELS[model], "row": labels[enc], "column": WINS_COLUMN, "metric": WINS_METRIC,
                      "mean": float(n), "std": 0.0, "n_runs": len(seen[(model, enc)]), "_records": seen[(model, enc)],
-                     "note": "wins per encoder within model group; ties counted for every tied encoder"})
+                     "note": wins_note(compared[MODEL_LABELS[model]],
+                                       printed_cells(_paper(paper, seen[(model, enc)]), MODEL_LABELS[model], metric, labels))})
     return rows
+
+
+def printed_cells(paper: str, model: str, metric: str, labels: dict[str, str]) -> set[tuple[str, str]]:
+    """The (encoder, dataset) cells the paper's printed wins of a model group count: those of its tables that print
+    wins, read `metric` and label their rows with `labels` (Table 1's encoders, not Table 4's cosine pair)."""
+    pub = published.load(paper)
+    cells: set[tuple[str, str]] = set()
+    for _, rows in pub[pub["row_group"] == model].groupby("artifact"):
+        own = rows[(rows["metric"] == metric) & rows["mean"].notna()]
+        if not own.empty and (rows["metric"] == WINS_METRIC).any() and set(own["row"]) <= set(labels.values()):
+            cells |= set(zip(own["row"], own["column"]))
+    return cells
+
+
+def wins_note(compared: set[tuple[str, str]], printed: set[tuple[str, str]]) -> str:
+    """Wins compare the cells of a model group: NOT_COMPARABLE to the paper's (no delta beside them, tables.py)
+    unless they are the cells the paper's wins count."""
+    rule = "wins per encoder within model group; ties counted for every tied encoder"
+    if compared == printed or not printed:  # (no printed wins: nothing to compare with)
+        return rule
+    datasets = sorted({d for _, d in compared})
+    return (f"{NOT_COMPARABLE}: {rule}; over {len(compared)} reproduced cells ({', '.join(datasets)}), the paper's "
+            f"over {len(printed)}")
 
 
 def cost_rows(records: list[dict], metric: str, value: Callable[[dict], float | None], *,

@@ -19,7 +19,8 @@ def is_configuration(art: dict) -> bool:
 
 
 def suspect_notes(below, aid: str) -> list[str]:
-    """The cells of `aid` below EdgeBank, summarised in one line when there are more than a few."""
+    """The footnote of the cells of `aid` below EdgeBank (each marked suspects.MARK in the table): one line when there
+    are more than a few."""
     return tables.summarise(suspects.notes(below, aid), f"{suspects.MARK} {suspects.LABEL}")
 
 
@@ -39,10 +40,10 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
         rep = suspects.mark(reproduced[reproduced["artifact"] == aid], below)
         pub = published.load(paper, aid)
         if art["status"] == "implemented" and not rep.empty:
-            meta = {"scale": scale, "data": "; ".join(sorted(set(rep["data"]))),
-                    "data_kind": "; ".join(sorted(set(rep["data_kind"]))), "data_words": badges.data_words(rep)}
+            meta = figures.meta_of(rep, scale)
             if art["kind"] == "figure" and art.get("render"):  # the name was checked when params/ loaded
                 fig = figures.RENDERERS[art["render"]](rep, meta)
+                figures.stamp(fig, meta)  # every figure states scale and data kind (a no-op if its renderer did)
                 paths = figures.save(fig, results / "figures" / paper / aid)
                 entry["figures"] = [str(p.relative_to(results)) for p in paths]
         if art["status"] == "qualitative":  # a matrix from params/, as the paper states it (no numbers)
@@ -51,7 +52,8 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
             caption = f"{paper} {aid}: {art['title']} (qualitative, as the paper states it)"
             note = art["qualitative"].get("note", "")
             line = tables.QUALITATIVE_LINE
-            atomic_write_text(stem.with_suffix(".md"), f"<!-- {caption} -->\n" + tables.to_markdown(table, line) + f"\n{note}\n")
+            atomic_write_text(stem.with_suffix(".md"), f"<!-- {caption} -->\n**{caption}**\n\n"
+                              + tables.to_markdown(table, line) + f"\n{note}\n")
             atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption, line))
             entry["tables"] = [str(stem.with_suffix(ext).relative_to(results)) for ext in (".md", ".tex")]
         elif not rep.empty or not pub.empty:
@@ -64,7 +66,7 @@ def render_paper(reg: Registry, paper: str, scale: str, results: Path | None = N
             kinds = badges.merged(list(rep["data_kind"]))
             notes = suspect_notes(below, aid) + ([staleness.markdown_note(stale[aid], paper, scale)] if aid in stale else [])
             atomic_write_text(md, f"<!-- {caption} | scale={scale}{f' | data_kind={kinds}' if kinds else ''} -->\n"
-                              + tables.to_markdown(table, line) + "".join(f"\n{n}\n" for n in notes))
+                              f"**{caption}**\n\n" + tables.to_markdown(table, line) + "".join(f"\n{n}\n" for n in notes))
             atomic_write_text(stem.with_suffix(".tex"), tables.to_latex(table, caption, line))
             entry["tables"] = [str(md.relative_to(results)), str(stem.with_suffix(".tex").relative_to(results))]
             entry["n_published"] = int(len(pub))

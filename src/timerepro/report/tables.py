@@ -1,17 +1,20 @@
 """Comparison tables: reproduced beside published, with the difference, as Markdown, LaTeX and HTML.
 
 Columns are a two-level header (the paper's column, then `published` / `reproduced` / `delta`),
-so a published number can only ever sit under a `published` heading. A published cell without a reproduced
-one says `not reproduced`; a delta is printed only beside a reproduced number that measures what the paper's
-does: never beside a stand-in number, a configuration echo, or a row whose note starts with NOT_COMPARABLE
-(e.g. an average rank over another set of datasets). Every rendering carries `provenance_line` where a reader
-sees it (a line above the Markdown table, the LaTeX caption, a line above the HTML table).
+so a published number can only ever sit under a `published` heading. A cell with no reproduced number says so in
+words (NOT_REPRODUCED, NOT_YET), never blank; a delta is printed only beside a reproduced number that measures what
+the paper's does: never beside a stand-in number, a configuration echo, or a row whose note starts with
+NOT_COMPARABLE (e.g. an average rank over another set of datasets). A table whose reproduced cells were computed on
+several kinds of data marks each cell with its kind (KIND_MARKS) and says what the marks mean in its line. Every
+rendering carries `provenance_line` where a reader sees it (a line above the Markdown table, the LaTeX caption, a
+line above the HTML table).
 """
 
 from __future__ import annotations
 
 import html
 import math
+import re
 
 import pandas as pd
 
@@ -22,9 +25,13 @@ from .published import KEY
 
 PUBLISHED, REPRODUCED, DELTA = "published", "reproduced", "delta (repro - pub)"
 NOT_YET = "not yet reproduced"
-NOT_REPRODUCED = "not reproduced"  # a published cell with no reproduced row at this scale
+NOT_REPRODUCED = "not reproduced at this scale"  # a cell with no reproduced number (no row, or a row without a mean)
 NOT_COMPARABLE = "not comparable to the published value"  # a reproduced row's note prefix: no delta beside it
 QUALITATIVE_LINE = "Stated in the paper, not measured: nothing here is reproduced."
+# a reproduced cell's data kind (datakind.DataKind values) in a table that mixes kinds, and the words of its legend
+KIND_MARKS = {"real": ("r", "real data"), "package_copy": ("p", "a package copy of the real data"),
+              "synthetic_task": ("t", "the paper's own synthetic task"),
+              "standin": ("s", "a synthetic stand-in (proves the pipeline only)")}
 
 
 def _fmt(mean, std=None, digits: int = 4) -> str:
@@ -56,6 +63,33 @@ def _comparable(reproduced: pd.DataFrame) -> list[bool]:
             for k, n in zip(kinds, notes)]
 
 
+def _kinds(reproduced: pd.DataFrame) -> list[str]:
+    """The distinct `data_kind` cells of the reproduced rows, in first-seen order ('' dropped)."""
+    if "data_kind" not in reproduced.columns:
+        return []
+    return [k for k in dict.fromkeys(str(k) for k in reproduced["data_kind"]) if k and k != "nan"]
+
+
+def kind_mark(kind_cell: str) -> str:
+    """' [p]' for a package copy, ' [p+s]' for a row over runs of two kinds (a rank over both)."""
+    kinds = [k.value for k in datakind.DataKind if k in datakind.parse(kind_cell)]
+    return f" [{'+'.join(KIND_MARKS[k][0] for k in kinds)}]" if kinds else ""
+
+
+def mixes_kinds(reproduced: pd.DataFrame) -> bool:
+    """True when the reproduced rows were computed on more than one kind of data (each cell then carries its mark)."""
+    return len(_kinds(reproduced)) > 1
+
+
+def kind_legend(reproduced: pd.DataFrame) -> str:
+    """'Each reproduced cell is marked with its data: [p] a package copy of the real data; [s] ...' ('' unmixed)."""
+    if not mixes_kinds(reproduced):
+        return ""
+    used = set().union(*(datakind.parse(k) for k in _kinds(reproduced)))
+    words = [f"[{m}] {w}" for k, (m, w) in KIND_MARKS.items() if datakind.DataKind(k) in used]
+    return "Each reproduced cell is marked with its data: " + "; ".join(words) + "."
+
+
 def comparison(published: pd.DataFrame, reproduced: pd.DataFrame, delta: bool = True) -> pd.DataFrame:
     """One row per (row_group, row, metric), columns (paper column, source); `delta=False` for an artifact whose
     reproduced rows echo its configuration (no difference to print)."""
@@ -66,12 +100,17 @@ def comparison(published: pd.DataFrame, reproduced: pd.DataFrame, delta: bool = 
                             comparable=_comparable(reproduced) if delta else False)
     if "mark" not in rep.columns:  # a flag appended to a reproduced cell (e.g. report/suspects.py), never to a published one
         rep = rep.assign(mark="")
+    if mixes_kinds(reproduced):  # each cell says what it was computed on: one column may mix real and stand-in cells
+        rep = rep.assign(mark=[(m if isinstance(m, str) else "") + kind_mark(k)
+                               for m, k in zip(rep["mark"], rep["data_kind"].astype(str))])
     cols = KEY + ["mean", "std", "source", "placeholder", "comparable"]
     both = pd.concat([pub[cols].assign(mark=""), rep[cols + ["mark"]]], ignore_index=True)
     if both.empty:
         return pd.DataFrame()
-    both["cell"] = [NOT_YET if ph else _fmt(m, s) + (mk if isinstance(mk, str) else "")
-                    for m, s, ph, mk in zip(both["mean"], both["std"], both["placeholder"], both["mark"])]
+    both["cell"] = [NOT_YET if ph else NOT_REPRODUCED if src == REPRODUCED and pd.isna(m)
+                    else _fmt(m, s) + (mk if isinstance(mk, str) else "")
+                    for m, s, ph, mk, src in zip(both["mean"], both["std"], both["placeholder"], both["mark"],
+                                                 both["source"])]
     # the metric joins the row label only where one (row, column) cell carries several metrics
     several = both.groupby(["row_group", "row", "column"])["metric"].nunique().max() > 1
     index = ["row_group", "row", "metric"] if several else ["row_group", "row"]
@@ -84,7 +123,7 @@ def comparison(published: pd.DataFrame, reproduced: pd.DataFrame, delta: bool = 
                                 sort=False).reindex(cells.index))
     has_rep, has_pub = not reproduced.empty, not published.empty
     any_delta = has_rep and has_pub and bool(rep["comparable"].any())
-    if has_rep:  # a cell with no reproduced row says so in words (a row without a mean stays blank: it has a note)
+    if has_rep:  # a cell with no reproduced row says so in words
         for col in _order(both["column"]):
             rep_col = cells[(col, REPRODUCED)] if (col, REPRODUCED) in cells else pd.Series(index=cells.index, dtype=object)
             cells[(col, REPRODUCED)] = rep_col.where(rep_col.notna(), NOT_REPRODUCED)
@@ -126,7 +165,10 @@ def provenance_line(scale: str, reproduced: pd.DataFrame, configuration: bool = 
         line += " Its reproduced rows echo the runs' settings: no delta."
     elif "stand-in" in words:
         line += " No delta beside a stand-in number."
-    return line
+    if "note" in reproduced.columns and reproduced["note"].astype(str).str.startswith(NOT_COMPARABLE).any():
+        line += " No delta beside a row computed over another set than the paper's (e.g. ranks over fewer datasets)."
+    legend = kind_legend(reproduced)
+    return f"{line} {legend}" if legend else line
 
 
 def summarise(lines: list[str], what: str, shown: int = 3) -> list[str]:
@@ -167,8 +209,21 @@ def to_latex(table: pd.DataFrame, caption: str, line: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(table: pd.DataFrame, line: str = "") -> str:
-    """The table, with `line` (`provenance_line`) above it."""
+def _cell_html(value, links: dict[str, str]) -> str:
+    """One cell: its kind mark as a badge that names the kind, a note mark (e.g. suspects.MARK) as a link to its
+    note (`links`: mark -> href)."""
+    text = html.escape(str(value))
+    for kind, (m, words) in KIND_MARKS.items():
+        text = text.replace(f"[{m}]", f"<span class='kindmark kind-{kind}' title='{html.escape(words)}'>[{m}]</span>")
+    text = re.sub(r"\[([a-z](?:\+[a-z])+)\]", lambda g: f"<span class='kindmark' title='runs of several kinds'>[{g[1]}]</span>", text)
+    for mark, href in links.items():
+        text = text.replace(mark, f"<a class='notemark' href='{html.escape(href)}'>{mark}</a>")
+    return text
+
+
+def to_html(table: pd.DataFrame, line: str = "", links: dict[str, str] | None = None) -> str:
+    """The table, with `line` (`provenance_line`) above it; `links` turns a note mark in a cell into a link."""
+    links = links or {}
     head = f"<div class='tableline'>{html.escape(line)}</div>" if line else ""
     if table.empty:
         return head + "<p class='muted'>no numbers</p>"
@@ -177,7 +232,8 @@ def to_html(table: pd.DataFrame, line: str = "") -> str:
     body = []
     for idx, row in table.iterrows():
         label = " / ".join(str(i) for i in (idx if isinstance(idx, tuple) else (idx,)) if str(i))
-        tds = "".join(f"<td class='src-{s.split()[0]}'>{v}</td>" for (_, s), v in zip(table.columns, row.to_list()))
+        tds = "".join(f"<td class='src-{s.split()[0]}'>{_cell_html(v, links)}</td>"
+                      for (_, s), v in zip(table.columns, row.to_list()))
         body.append(f"<tr><th class='rowlabel'>{label}</th>{tds}</tr>")
     return (f"{head}<div class='tablewrap'><table><thead><tr><th rowspan='2'>row</th>{head1}</tr><tr>{head2}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div>")
