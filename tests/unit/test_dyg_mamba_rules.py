@@ -17,6 +17,7 @@ from timerepro.report.dyg_mamba.case_study import _case_study_rows
 from timerepro.report.dyg_mamba.common import OURS, PEAK_MEM, RIVAL, SAVED_MEM, TIME_STEP
 
 from .test_claims_on_published import published_frame
+from .test_every_rule_can_fail import change as with_mean  # one frame editor for every claim test
 
 HOLDS, FAILS, PENDING = claims.HOLDS, claims.FAILS, claims.PENDING
 
@@ -25,16 +26,6 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
     """(artifact, row_group, row, column, metric, mean[, note]) tuples -> an aggregated frame (real data, paper scale)."""
     out = [dict(zip(("artifact", "row_group", "row", "column", "metric", "mean", "note"), (*r, "")[:7])) for r in rows]
     return pd.DataFrame(out).assign(std=0.0, n_runs=5, data_kind="real", scale="paper")
-
-
-def with_mean(df: pd.DataFrame, value, **where) -> pd.DataFrame:
-    hit = pd.Series(True, index=df.index)
-    for col, v in where.items():
-        hit &= df[col] == v
-    assert hit.any(), where
-    out = df.copy()
-    out.loc[hit, "mean"] = value
-    return out
 
 
 # ------------------------------------------------------------------ Figure 3: C11, C12, C23 (GPU, L up to 2048)

@@ -11,6 +11,7 @@ from timerepro import registry
 from timerepro.report import claims
 
 from .test_claims_on_published import published_frame
+from .test_every_rule_can_fail import change as at  # one frame editor for every claim test
 
 REAL_UCI = "real UCI, minute resolution, package copy"
 AP_R, AP_H = "AP_random_NS_test", "AP_historical_NS_test"
@@ -22,16 +23,6 @@ def offline_mix(turn=None) -> pd.DataFrame:
     real = (df["row_group"] == "TGAT") & (df["column"] == "UCI") & df["artifact"].isin(["table1", "table2", "table7", "table8"])
     df.loc[real, ["data", "data_kind"]] = [REAL_UCI, "package_copy"]
     return turn(df) if turn else df
-
-
-def at(df, value, **where):
-    hit = pd.Series(True, index=df.index)
-    for col, v in where.items():
-        hit &= df[col] == v
-    assert hit.any(), where
-    out = df.copy()
-    out.loc[hit, "mean"] = value
-    return out
 
 
 def judge(cid: str, df: pd.DataFrame) -> dict:
