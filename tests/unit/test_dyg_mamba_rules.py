@@ -104,31 +104,40 @@ def test_table5_claims_need_all_four_datasets():
 # ------------------------------------------------------------------ Figures 5, 11, 7, 8-9: C14, C17, C18
 
 def test_c14_ablations():
-    rows = [(art, s, v, "UCI", "AP_random", ap) for art, s in (("fig5", "transductive"), ("fig11", "inductive"))
+    rows = [(art, s, v, ds, "AP_random", ap) for art, s in (("fig5", "transductive"), ("fig11", "inductive"))
+            for ds in ("Can. Parl.", "Enron")
             for v, ap in ((OURS, 90.0), ("w/o Selective", 88.0), ("w/o Cross-attn", 87.0),
                           ("w/o Time-span", 86.0 if s == "transductive" else 80.0))]
     df = frame(rows)
     assert rs.dm_c14(df)[0] == HOLDS
     assert rs.dm_c14(with_mean(df, 95.0, row="w/o Selective", row_group="inductive"))[0] == FAILS
     assert rs.dm_c14(with_mean(df, 70.0, row="w/o Time-span", row_group="transductive"))[0] == FAILS  # not larger inductive
+    verdict, detail, _ = rs.dm_c14(df[df["column"] != "Enron"])  # one dataset of two: not decided
+    assert verdict == PENDING and "Enron" in detail
 
 
 def test_c17_sequence_length():
-    df = frame([("fig7", "UCI", m, str(L), "AP_random", v) for L, vals in ((32, {OURS: 80.0, RIVAL: 75.0}),
-                                                                             (256, {OURS: 92.0, RIVAL: 90.0}))
-                for m, v in vals.items()])
+    df = frame([("fig7", "Enron", m, str(L), "AP_random", v) for L, vals in (
+        (32, {OURS: 80.0, RIVAL: 75.0, "TGN": 70.0, "GraphMixer": 72.0}), (2048, {OURS: 92.0, RIVAL: 90.0}))
+        for m, v in vals.items()])
     assert rs.dm_c17(df)[0] == HOLDS
-    assert rs.dm_c17(with_mean(df, 70.0, row=OURS, column="256"))[0] == FAILS
+    assert rs.dm_c17(with_mean(df, 70.0, row=OURS, column="2048"))[0] == FAILS
+    assert rs.dm_c17(with_mean(df, 85.0, row="TGN", column="32"))[0] == FAILS  # a baseline ahead at the shortest
+    assert rs.dm_c17(df[df["column"] != "2048"])[0] == PENDING  # the longest length not run (CPU offline cut)
+    assert rs.dm_c17(df[df["row"] != "TGN"])[0] == PENDING  # one baseline missing
 
 
-def noise(drops: dict, datasets=("UCI",), ratios=(0.0, 0.5, 0.6)) -> pd.DataFrame:
-    return frame([("fig8", ds, m, str(x), "AP_random_noise", 90.0 - d * x / max(ratios)) for ds in datasets
-                  for m, d in drops.items() for x in ratios])
+def noise(drops: dict, datasets=("Enron", "UCI", "Can. Parl."), ratios=(0.0, 0.5, 0.6)) -> pd.DataFrame:
+    return frame([("fig8" if ds == "Enron" else "fig9", ds, m, str(x), "AP_random_noise", 90.0 - d * x / max(ratios))
+                  for ds in datasets for m, d in drops.items() for x in ratios])
 
 
 def test_c18_noise():
     assert rs.dm_c18(noise({OURS: 2.0, RIVAL: 10.0, "GraphMixer": 8.0}))[0] == HOLDS
     assert rs.dm_c18(noise({OURS: 20.0, RIVAL: 10.0, "GraphMixer": 8.0}))[0] == FAILS
+    assert rs.dm_c18(noise({OURS: 2.0, RIVAL: 10.0, "GraphMixer": 8.0}, datasets=("UCI",)))[0] == PENDING
+    assert rs.dm_c18(noise({OURS: 2.0, RIVAL: 10.0}))[0] == PENDING  # GraphMixer missing
+    assert rs.dm_c18(noise({OURS: 2.0, RIVAL: 10.0, "GraphMixer": 8.0}, ratios=(0.0, 0.3)))[0] == PENDING
 
 
 # ------------------------------------------------------------------ C19: both halves, the noise rows required
