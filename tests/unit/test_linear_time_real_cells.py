@@ -1,6 +1,7 @@
-"""linear_time claims on the offline default's mix (issue 24/25): TGAT on real UCI (a package copy, minute
-resolution, one epoch) beside stand-ins for every other cell. A claim about every cell it names is decided by a real
-cell that refutes it (and lists only that cell); a real cell that agrees leaves it withheld, saying so."""
+"""linear_time claims on a mix of real and stand-in cells (issue 24/25): TGAT on real UCI (a package copy, minute
+resolution) beside stand-ins for every other cell. A claim about every cell it names is decided by a real cell run at
+the paper's protocol that refutes it (and lists only that cell); a real cell of a cut (the offline default's few
+epochs) is quoted and decides nothing; a real cell that agrees leaves it withheld, saying so."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ REAL_UCI = "real UCI, minute resolution, package copy"
 AP_R, AP_H = "AP_random_NS_test", "AP_historical_NS_test"
 
 
-def offline_mix(turn=None) -> pd.DataFrame:
-    """linear_time's published tables as an offline run would fill them: TGAT UCI real, the rest stand-ins."""
-    df = published_frame("linear_time").assign(scale="offline", data="stand-in (offline)", data_kind="standin")
+def offline_mix(turn=None, scale="offline") -> pd.DataFrame:
+    """linear_time's published tables as a run at `scale` would fill them: TGAT UCI real, the rest stand-ins."""
+    df = published_frame("linear_time").assign(scale=scale, data=f"stand-in ({scale})", data_kind="standin")
     real = (df["row_group"] == "TGAT") & (df["column"] == "UCI") & df["artifact"].isin(["table1", "table2", "table7", "table8"])
     df.loc[real, ["data", "data_kind"]] = [REAL_UCI, "package_copy"]
     return turn(df) if turn else df
@@ -40,11 +41,18 @@ REFUTE = {  # claim -> a real TGAT UCI cell that refutes it
 
 
 @pytest.mark.parametrize("cid", sorted(REFUTE))
-def test_a_real_cell_decides_a_claim_about_every_cell_it_names(cid):
-    out = judge(cid, offline_mix(REFUTE[cid]))
+def test_a_real_cell_at_the_papers_protocol_decides_a_claim_about_every_cell_it_names(cid):
+    out = judge(cid, offline_mix(REFUTE[cid], scale="paper"))
     assert out["verdict"] == claims.FAILS, out["detail"]
-    assert f"refuted on real data ({REAL_UCI} (package_copy, offline))" in out["detail"]
-    assert out["data"] == "real cut" and {c["row_group"] + " " + c["column"] for c in out["cells"]} == {"TGAT UCI"}
+    assert f"refuted on real data ({REAL_UCI} (package_copy, paper))" in out["detail"]
+    assert out["data"] == "real" and {c["row_group"] + " " + c["column"] for c in out["cells"]} == {"TGAT UCI"}
+
+
+@pytest.mark.parametrize("cid", sorted(REFUTE))
+def test_a_real_cell_of_a_cut_is_quoted_and_decides_nothing(cid):
+    out = judge(cid, offline_mix(REFUTE[cid]))
+    assert out["verdict"] == claims.PENDING, out["detail"]
+    assert "(a cut: not a verdict)" in out["detail"] and "refuted" not in out["detail"]
 
 
 @pytest.mark.parametrize("cid", sorted(REFUTE))
@@ -56,7 +64,7 @@ def test_a_real_cell_that_agrees_leaves_the_claim_withheld_and_says_so(cid):
 
 def test_an_incomplete_table_is_still_refuted_by_a_real_cell():
     gone = lambda d: d[~((d["artifact"] == "table1") & (d["row_group"] == "DyGFormer") & (d["column"] == "UCI"))]  # noqa: E731
-    assert judge("c04", offline_mix(lambda d: REFUTE["c04"](gone(d))))["verdict"] == claims.FAILS
+    assert judge("c04", offline_mix(lambda d: REFUTE["c04"](gone(d)), scale="paper"))["verdict"] == claims.FAILS
     out = judge("c04", offline_mix(gone))
     assert out["verdict"] == claims.PENDING and "lacks" in out["detail"] and "consistent" in out["detail"]
 
