@@ -56,12 +56,13 @@ def test_table1_puts_edgebank_beside_the_models_as_a_floor_row_of_its_best_memor
     assert len(rows) == 2 * 6 * (3 * 2 + 1) + 2
 
 
-def test_placeholders_print_as_not_yet_reproduced_and_real_nans_stay_blank():
+def test_placeholders_print_as_not_yet_reproduced_and_real_nans_say_so_in_words():
     pub = pd.DataFrame([{"paper": "swinit", "artifact": "table3", "row_group": "g", "row": r, "column": "Wikipedia",
                          "metric": "m", "mean": 80.0, "std": 1.0, "note": ""} for r in ("A", "B")])
     rep = pub.assign(mean=[np.nan, np.nan], std=[np.nan, np.nan], note=[sw.NOT_RUN, "a value the run could not give"])
     table = tables.comparison(pub, rep)
-    assert table[("Wikipedia", tables.REPRODUCED)].tolist() == [tables.NOT_YET, ""]
+    # issue 25: a reproduced row without a number says so in words, never blank
+    assert table[("Wikipedia", tables.REPRODUCED)].tolist() == [tables.NOT_YET, tables.NOT_REPRODUCED]
 
 
 def test_table2_times_the_selected_transductive_cells_and_table4_labels_the_variants():

@@ -68,6 +68,8 @@ def data_of(rows: pd.DataFrame) -> str:
     """The data behind some rows, as a verdict names it: their `data` labels with kind and scale, e.g. "real UCI,
     minute resolution, package copy (package_copy, offline)"."""
     cols = [c for c in ("data", "data_kind", "scale") if c in rows.columns]
+    if not cols:
+        return "cells without a data label"
     seen = dict.fromkeys(tuple("" if pd.isna(v) else str(v) for v in r) for r in rows[cols].itertuples(index=False))
     return "; ".join(f"{d[0]} ({', '.join(x for x in d[1:] if x)})" if len(d) > 1 else d[0] for d in seen) or "no cells"
 

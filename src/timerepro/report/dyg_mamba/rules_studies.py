@@ -84,7 +84,7 @@ def dm_c11(df):
         return PENDING, why or f"fig3 has no DyG-Mamba vs DyGFormer comparison at L = {PAPER_LENGTH} on a GPU", read
     stated = published_quote(lambda pub: _fig3(pub).set_index("metric")["mean"].to_dict())
     if not isinstance(stated, dict):
-        return PENDING, "the published values lack C11's figures", read
+        return PENDING, "C11's figures are missing from the published values", read
     speed, saving = float(s["mean"].iloc[0]), float(m["mean"].iloc[0])
     ok = speed >= SPEEDUP_SHARE * stated["speedup_vs_DyGFormer_x"] and \
         abs(saving - stated["gpu_memory_saving_vs_DyGFormer_pct"]) <= SAVING_TOLERANCE
@@ -235,8 +235,15 @@ def dm_c17(df):
     return (HOLDS if ok else FAILS), "; ".join(parts), t
 
 
-def _noise_drop(df, artifacts=("fig8", "fig9")) -> pd.DataFrame:
-    t = df[df["artifact"].isin(artifacts) & (df["metric"] == "AP_random_noise")]
+NOISE_ARTIFACTS = ("fig8", "fig9")  # Figures 8-9: AP under inserted noise (C18, C19)
+
+
+def _noise_rows(df) -> pd.DataFrame:
+    return df[df["artifact"].isin(NOISE_ARTIFACTS) & (df["metric"] == "AP_random_noise")]
+
+
+def _noise_drop(df) -> pd.DataFrame:
+    t = _noise_rows(df)
     if t.empty:
         return pd.DataFrame()
     p = t.assign(x=t["column"].astype(float)).pivot_table(index=["row_group", "row"], columns="x", values="mean")
@@ -253,7 +260,7 @@ def dm_c18(df):
     """C18: from no noise to 60% noise DyG-Mamba loses less AP than DyGFormer and than GraphMixer, on each of
     Figures 8-9's three datasets (all needed)."""
     p = _noise_drop(df)
-    read = df[df["artifact"].isin(["fig8", "fig9"]) & (df["metric"] == "AP_random_noise")]
+    read = _noise_rows(df)
     missing = [f"{ds} / {m} / noise {x:g}" for ds in NOISE_DATASETS for m in NOISE_MODELS for x in (0.0, TOP_NOISE)
                if p.empty or (ds, m) not in p.index or x not in p.columns or np.isnan(p.loc[(ds, m), x])]
     if missing:
@@ -275,7 +282,7 @@ def dm_c19(df):
     Figures 8-9. Without either half (no L = 512 measurement, no noise rows) it cannot be evaluated yet."""
     f3 = df[(df["artifact"] == "fig3") & df["metric"].isin([TIME_STEP, PEAK_MEM])]
     f = f3[f3["column"].astype(str) == C19_LENGTH]
-    noise = df[df["artifact"].isin(["fig8", "fig9"]) & (df["metric"] == "AP_random_noise")]
+    noise = _noise_rows(df)
     read = pd.concat([f, noise[noise["row"] == OURS]])
     if not {"GraphMixer", OURS} <= set(f["row"]):
         measured = sorted({str(c) for c in f3["column"]}, key=lambda c: int(c) if c.isdigit() else 0)

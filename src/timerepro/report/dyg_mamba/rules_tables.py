@@ -156,7 +156,7 @@ def dm_c05(df):
     read = _read(df, "table4", metrics.values())
     stated = published_quote(lambda pub: {s: _top2(pub, m)[0] for s, m in metrics.items()})
     if not isinstance(stated, dict):
-        return PENDING, "the published Table 4 lacks DyG-Mamba's cells", read
+        return PENDING, "Table 4's DyG-Mamba cells are missing from the published values", read
     details, ok = [], True
     for short, strategy in NSS.items():
         if (why := _need(df, "table4", metrics[strategy])):
