@@ -89,12 +89,13 @@ def _on_real(read: pd.DataFrame, missing: list[str], artifact: str, metric: str,
     if not named:
         return ""
     at = lambda keys: real[[(g, c) in keys for g, c in zip(real["row_group"], real["column"])]]  # noqa: E731
-    full = lambda rows: rows[rows["scale"] == FULL_PROTOCOL_SCALE] if "scale" in rows.columns else rows  # noqa: E731
-    bad = {k: w for k, (ok, w) in named.items() if not ok and not full(at({k: w})).empty}
+    full = set(zip(real["row_group"], real["column"])) if "scale" not in real.columns else \
+        {(g, c) for g, c, sc in zip(real["row_group"], real["column"], real["scale"]) if sc == FULL_PROTOCOL_SCALE}
+    bad = {k: w for k, (ok, w) in named.items() if not ok and k in full}
     if bad:
         return FAILS, (f"refuted on real data ({data_of(at(bad))}): {'; '.join(bad.values())}; the claim covers every "
                        "cell it names, so one real cell decides it whatever the others"), at(bad)
-    cut = {k: w for k, (ok, w) in named.items() if full(at({k: w})).empty}
+    cut = set(named) - full
     words = "; ".join(f"{w}{' (a cut: not a verdict)' if k in cut else ''}" for k, (_, w) in named.items())
     agree = all(ok for ok, _ in named.values())
     return f"; on real data ({data_of(at(named))}) {'consistent' if agree else 'shown'}: {words}"
