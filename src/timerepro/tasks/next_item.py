@@ -241,7 +241,8 @@ def run(config: dict, ctx) -> dict:
     main = f"recall_at_{next(iter(qs))}"
     result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=main, mode="max",
                  max_epochs=epochs, patience=epochs + 1, ctx=ctx, mid_epoch=True)
-    last = {k_: v for k_, v in result.history[-1].items() if k_.startswith("val_")}
+    # the validation metrics of the last epoch (not `val_time_s`, the seconds train.fit measured validation for)
+    last = {k_: v for k_, v in result.history[-1].items() if k_.startswith("val_") and k_ != "val_time_s"}
     metrics = {k_[4:]: v for k_, v in last.items()}
     metrics.update({f"best_{k_[4:]}": max(h[k_] for h in result.history) for k_ in last})
     metrics.update({"epochs_run": result.epochs_run, "n_parameters": time_lstm.n_parameters(model),
