@@ -79,6 +79,13 @@ def standardization_stats(dt, valid=None, statistic: str = "pooled") -> tuple[fl
 
     Returns (0, 1) without any valid entry; the std is 1 when it is 0 (the encoders divide by it).
     """
+    return mean_and_std(standardization_values(dt, valid, statistic))
+
+
+def standardization_values(dt, valid=None, statistic: str = "pooled") -> np.ndarray:
+    """The values whose mean and std `standardization_stats` takes, in row order: every valid difference
+    ("pooled") or each row's mean ("per_query_mean"). Rows are independent, so the values of a (Q, n)
+    array are the concatenated values of its row blocks (a large Q is gathered in chunks)."""
     if statistic not in STATISTICS:
         raise ValueError(f"unknown standardization statistic {statistic!r}; known: {STATISTICS}")
     dt = np.asarray(dt, dtype=np.float64)
@@ -88,12 +95,15 @@ def standardization_stats(dt, valid=None, statistic: str = "pooled") -> tuple[fl
     if valid.shape != dt.shape:
         raise ValueError(f"valid has shape {valid.shape}, dt {dt.shape}")
     if statistic == "pooled":
-        values = dt[valid]
-    else:
-        counts = valid.sum(axis=1)  # (Q,)
-        rows = counts > 0
-        # (Q,) mean of each row's valid entries, rows without any left out
-        values = np.where(valid, dt, 0.0).sum(axis=1)[rows] / counts[rows]
+        return dt[valid]
+    counts = valid.sum(axis=1)  # (Q,)
+    rows = counts > 0
+    # (Q,) mean of each row's valid entries, rows without any left out
+    return np.where(valid, dt, 0.0).sum(axis=1)[rows] / counts[rows]
+
+
+def mean_and_std(values: np.ndarray) -> tuple[float, float]:
+    """Mean and population std of 1-D `values`: (0, 1) when empty, std 1 when it is 0."""
     if values.size == 0:
         return 0.0, 1.0
     std = float(values.std())

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
+from timerepro import stopping
 from timerepro.train import EarlyStopping
 
 CHECKPOINT_FORMAT = "ensemble-member/1"
@@ -170,8 +171,9 @@ def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: 
     `train_epoch(active, flat, buffers, opt, round)` runs one epoch of every active member (parameters
     from `flat.views()`) and returns per-member statistics; `validate(active, params, buffers)` returns
     per-member metrics including `monitor`. On on_done the member's params hold its best weights.
-    Checkpoints of all active members are written in the same round (at most every CHECKPOINT_EVERY_S),
-    so a resumed group restarts from one common round.
+    Checkpoints of all active members are written in the same round (at most every CHECKPOINT_EVERY_S), so a
+    resumed group restarts from one common round; a stop request (`timerepro.stopping`) checkpoints them at the
+    end of the round and raises `stopping.JobStopped` (the synthetic epochs are short: a stop waits one round).
     """
     for m in members:
         if m.epoch >= max_epochs or m.stopper.should_stop:
@@ -189,7 +191,8 @@ def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: 
         epoch_time = (time.perf_counter() - t0) / len(active)  # a member's share of the stacked epoch
         with torch.no_grad():
             vals = validate(active, flat.views(), buffers)
-        save = time.monotonic() - last_save >= CHECKPOINT_EVERY_S
+        stop = stopping.requested()  # SLURM's stop: every member still training checkpoints this round, then exit
+        save = stop or time.monotonic() - last_save >= CHECKPOINT_EVERY_S
         for i, m in enumerate(active):
             m.params = flat.unflatten(flat.flat, i)
             m.exp_avg = flat.unflatten(opt.exp_avg["flat"], i)
@@ -208,6 +211,9 @@ def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: 
                 m.ctx.save_checkpoint(_checkpoint(m))
         if save:
             last_save = time.monotonic()
+        if stop and any(not m.done for m in members):
+            members[0].ctx.log(f"stop requested: checkpoints of the members still training after round {rnd}")
+            raise stopping.JobStopped(f"{members[0].ctx.run_id}: ensemble, after round {rnd}")
         rnd += 1
         if bar is not None:
             bar.update(1)

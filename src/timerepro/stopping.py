@@ -2,7 +2,8 @@
 
 SLURM stops a job with SIGTERM (time limit, preemption, scancel; SIGKILL follows after KillWait) and,
 with the profile's `--signal=USR1@<s>`, warns it with SIGUSR1 some seconds before its time limit.
-While `handlers()` is active, either signal only sets a flag: `train.fit` reads it between batches,
+While `handlers()` is active, either signal only sets a flag: `train.fit` reads it between batches (the
+stacked seeds of `ensemble` and `tasks.periodic_classification` after each epoch),
 writes a checkpoint there and raises `JobStopped`, whose exit status (75, EX_TEMPFAIL) fails the job
 so that the workflow retries it, and the retry resumes at that batch.
 """

@@ -119,6 +119,35 @@ class EpochCursor:
                 yield items[i]
 
 
+def resumed_cursor(ckpt: dict, generator: torch.Generator | None = None) -> EpochCursor | None:
+    """The cursor of the epoch a checkpoint stopped inside (None: it was written after a whole epoch)."""
+    if ckpt.get("batch") is None:
+        return None
+    return EpochCursor(ckpt["epoch"] + 1, start=ckpt["batch"], state=ckpt["task_state"], rng=ckpt["rng"],
+                       generator=generator)
+
+
+def stoppable_epoch(train_epoch: Callable, epoch: int, resumed: EpochCursor | None, checkpoint: Callable, ctx) -> dict:
+    """`train_epoch(epoch, cursor)`, continuing `resumed` if it is this epoch's; a stop request at a batch boundary
+    writes `checkpoint(epoch - 1, batch=..., task_state=...)` (the last whole epoch, and where this one stands)
+    and raises `stopping.JobStopped`. Every epoch loop with mid-epoch stops goes through here (`fit`, the head
+    loop of `tasks.node_classification_stopping`)."""
+    cursor = resumed if resumed is not None and resumed.epoch == epoch else EpochCursor(epoch)
+    try:
+        return train_epoch(epoch, cursor)
+    except StopAtBatch as stop:
+        checkpoint(epoch - 1, batch=stop.batch, task_state=stop.state)
+        ctx.log(f"stop requested: checkpoint before batch {stop.batch} of epoch {epoch}")
+        raise stopping.JobStopped(f"{ctx.run_id}: epoch {epoch}, batch {stop.batch}") from None
+
+
+def stop_after_epoch(epoch: int, last: bool, ctx) -> None:
+    """After an epoch whose checkpoint is written: a stop request ends the job there, unless the loop ends anyway."""
+    if stopping.requested() and not last:
+        ctx.log(f"stop requested: checkpoint after epoch {epoch}")
+        raise stopping.JobStopped(f"{ctx.run_id}: after epoch {epoch}")
+
+
 @dataclass
 class FitResult:
     history: list[dict] = field(default_factory=list)
@@ -157,7 +186,7 @@ def fit(
     result = FitResult()
     best_state = copy.deepcopy(model.state_dict())
     start_epoch = 0
-    cursor: EpochCursor | None = None
+    resumed: EpochCursor | None = None
 
     def checkpoint(epoch: int, **extra) -> None:
         """`epoch` is the last complete epoch; `extra` says where a stopped epoch stands."""
@@ -175,28 +204,17 @@ def fit(
         start_epoch = ckpt["epoch"] + 1
         result.resumed_from_epoch = ckpt["epoch"]
         set_rng_state(ckpt["rng"], generator)
-        if ckpt.get("batch") is not None:  # stopped inside epoch start_epoch
-            cursor = EpochCursor(start_epoch, start=ckpt["batch"], state=ckpt["task_state"], rng=ckpt["rng"],
-                                 generator=generator)
-            ctx.log(f"resumed from checkpoint before batch {ckpt['batch']} of epoch {start_epoch}")
-        else:
-            ctx.log(f"resumed from checkpoint after epoch {ckpt['epoch']}")
+        resumed = resumed_cursor(ckpt, generator)
+        ctx.log(f"resumed from checkpoint before batch {ckpt['batch']} of epoch {start_epoch}" if resumed is not None
+                else f"resumed from checkpoint after epoch {ckpt['epoch']}")
 
     epochs = ctx.progress(range(start_epoch, max_epochs), desc=ctx.run_id, initial=start_epoch, total=max_epochs)
     for epoch in epochs:
         if stopper.should_stop:
             break
         t0 = time.perf_counter()
-        if mid_epoch:
-            cursor = cursor if cursor is not None and cursor.epoch == epoch else EpochCursor(epoch)
-            try:
-                train_stats = train_epoch(epoch, cursor)
-            except StopAtBatch as stop:
-                checkpoint(epoch - 1, batch=stop.batch, task_state=stop.state)
-                ctx.log(f"stop requested: checkpoint before batch {stop.batch} of epoch {epoch}")
-                raise stopping.JobStopped(f"{ctx.run_id}: epoch {epoch}, batch {stop.batch}") from None
-        else:
-            train_stats = train_epoch(epoch)
+        train_stats = (stoppable_epoch(train_epoch, epoch, resumed, checkpoint, ctx) if mid_epoch
+                       else train_epoch(epoch))
         epoch_time = time.perf_counter() - t0
         val = validate()
         val_time = time.perf_counter() - t0 - epoch_time
@@ -212,9 +230,7 @@ def fit(
         if hasattr(epochs, "set_postfix"):
             shown = monitor if isinstance(monitor, tuple) else (monitor,)
             epochs.set_postfix({**{m: f"{val[m]:.4f}" for m in shown}, "best": stopper.best_epoch})
-        if stopping.requested() and epoch + 1 < max_epochs and not stopper.should_stop:
-            ctx.log(f"stop requested: checkpoint after epoch {epoch}")
-            raise stopping.JobStopped(f"{ctx.run_id}: after epoch {epoch}")
+        stop_after_epoch(epoch, epoch + 1 >= max_epochs or stopper.should_stop, ctx)
     model.load_state_dict(best_state)
     result.best_epoch = stopper.best_epoch
     result.epochs_run = len(result.history)

@@ -113,17 +113,22 @@ def test_a_real_size_one_wide_table_is_not_padded_in_memory(tmp_path):
     assert table[torch.tensor([0, 5, n_edges])].shape == (3, WIDTH)
 
 
-def test_pooled_time_statistics_in_chunks_are_those_of_the_whole():
-    """The pooled statistic gathered a few queries at a time (DyG-Mamba on LastFM built 1.8 M x 511 arrays, ~50 GB
-    with their temporaries) equals, to the last bit, the one over the whole (Q, k) arrays."""
+@pytest.mark.parametrize("statistic, uniform", [("pooled", False), ("per_query_mean", False), ("per_query_mean", True),
+                                                ("pooled", True)])
+def test_time_statistics_in_chunks_are_those_of_the_whole(statistic, uniform):
+    """Every statistic gathered a few queries at a time (DyG-Mamba on LastFM built 1.8 M x 511 arrays, ~50 GB with
+    their temporaries) equals, to the last bit, the one over the whole (Q, k) arrays; uniform windows draw the
+    same numbers from the same stream (a node with no history among the queries draws none)."""
     from timerepro.encoders import standardization_stats
     from timerepro.models.graph.time_stats import time_difference_stats
 
     arrays, _, _ = toy(n_edges=400)
     graph = TemporalNeighbors(arrays["src"], arrays["dst"], arrays["ts"], arrays["edge_ids"], num_nodes=13)
     nodes, times = np.concatenate([arrays["src"], arrays["dst"]]), np.concatenate([arrays["ts"], arrays["ts"]])
+    rng = (lambda: np.random.RandomState(3)) if uniform else (lambda: None)  # a fresh stream per call
     for k in (1, 5, 64):
-        hood = graph.most_recent(nodes, times, k)
-        whole = standardization_stats(times[:, None] - hood.times, hood.neighbor_ids != 0, "pooled")
+        hood = graph.most_recent(nodes, times, k) if not uniform else graph.uniform(nodes, times, k, rng())
+        assert (hood.neighbor_ids == 0).all(axis=1).any()  # rows without history are among the queries
+        whole = standardization_stats(times[:, None] - hood.times, hood.neighbor_ids != 0, statistic)
         for chunk in (7, 100, 10_000):
-            assert time_difference_stats(graph, nodes, times, k, chunk=chunk) == whole
+            assert time_difference_stats(graph, nodes, times, k, statistic, rng(), chunk=chunk) == whole

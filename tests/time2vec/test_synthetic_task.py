@@ -91,3 +91,35 @@ def test_killed_stack_resumes_to_the_same_result(tmp_path, monkeypatch):
     for i in (0, 1):
         assert resumed[i]["resumed_from_epoch"] == 19
         assert resumed[i]["metrics"] == whole[i]["metrics"]
+
+
+def test_stop_request_checkpoints_the_stack_after_its_epoch_and_resumes_to_the_same_result(tmp_path, stop_at_step):
+    """A stop request (SLURM, `timerepro.stopping`) during an epoch: its steps finish, every member writes its
+    checkpoint with the history so far and the job exits 75; the retry ends exactly as the uninterrupted run,
+    history included."""
+    from timerepro import stopping
+
+    torch.set_num_threads(1)
+
+    def group(root, seeds=(0, 1)):
+        configs = [{"run_id": f"r{s}", "seed": s, "input_scale": 1, "t2v_dim": 8, "lr": 0.01, "batch_size": 64,
+                    "max_epochs": 12, "data": {"n_days": 365, "period": 7, "train_fraction": 0.75}} for s in seeds]
+        ctxs = [RunContext(c, root / c["run_id"], device="cpu", show_progress=False) for c in configs]
+        for ctx in ctxs:
+            ctx.dir.mkdir(parents=True, exist_ok=True)
+        out = {}
+        task.run_group(configs, ctxs, lambda i, o: out.__setitem__(i, o))
+        return out, [ctx.read_history() for ctx in ctxs]
+
+    whole, history = group(tmp_path / "whole")
+    with stop_at_step(13), pytest.raises(stopping.JobStopped) as stopped:  # 5 steps per epoch: epoch 2's third
+        group(tmp_path / "stopped")
+    assert stopped.value.code == stopping.EXIT_STOPPED
+    for s in (0, 1):
+        ckpt = torch.load(tmp_path / "stopped" / f"r{s}" / "checkpoint.pt", weights_only=False)
+        assert ckpt["epoch"] == 2 and [row["epoch"] for row in ckpt["history"]] == [0, 1, 2]
+    resumed, resumed_history = group(tmp_path / "stopped")
+    assert resumed_history == history and len(history[0]) == 12
+    for i in (0, 1):
+        assert resumed[i]["resumed_from_epoch"] == 2
+        assert resumed[i]["metrics"] == whole[i]["metrics"]

@@ -1,11 +1,12 @@
 """Stacked-seed training: Adam per member, members independent of each other, exact resume."""
 
 import json
+import signal
 
 import pytest
 import torch
 
-from timerepro import ensemble, registry, runs
+from timerepro import ensemble, registry, runs, stopping
 
 
 def test_stacked_adam_equals_torch_adam_per_member():
@@ -100,3 +101,34 @@ def test_killed_group_resumes_to_the_same_metrics(configs, tmp_path, monkeypatch
         assert a == b
         prov = json.loads((tmp_path / "b" / "runs" / c["paper"] / c["run_id"] / "provenance.json").read_text())
         assert prov["resumed_from_epoch"] == 1
+
+
+def test_stop_request_checkpoints_the_group_after_its_round_and_resumes_to_the_same_metrics(configs, tmp_path,
+                                                                                            monkeypatch):
+    """A stop request (SLURM, `timerepro.stopping`) during a round: the round ends, every member still training writes
+    its checkpoint there (not only every CHECKPOINT_EVERY_S) and the job exits 75; the retry ends as uninterrupted."""
+    runs.execute_many(configs, results=tmp_path / "a", show_progress=False)
+    step, calls = ensemble.StackedAdam.step, {"n": 0}
+
+    def stepping(self):
+        step(self)
+        calls["n"] += 1
+        if calls["n"] == 2:  # during the first round
+            stopping.STOP.request(signal.SIGTERM)  # what the handler notes; the round finishes
+
+    monkeypatch.setattr(ensemble.StackedAdam, "step", stepping)
+    try:
+        with pytest.raises(stopping.JobStopped) as stopped:
+            runs.execute_many(configs, results=tmp_path / "b", show_progress=False)
+    finally:
+        stopping.STOP.clear()
+    monkeypatch.setattr(ensemble.StackedAdam, "step", step)
+    assert stopped.value.code == stopping.EXIT_STOPPED
+    for c in configs:
+        d = tmp_path / "b" / "runs" / c["paper"] / c["run_id"]
+        assert torch.load(d / "checkpoint.pt", weights_only=False)["epoch"] == 0 and not (d / "metrics.json").exists()
+    runs.execute_many(configs, results=tmp_path / "b", show_progress=False)
+    for c in configs:
+        assert _metrics(tmp_path / "a", c) == _metrics(tmp_path / "b", c)
+        prov = json.loads((tmp_path / "b" / "runs" / c["paper"] / c["run_id"] / "provenance.json").read_text())
+        assert prov["resumed_from_epoch"] == 0

@@ -8,7 +8,8 @@
 * model: LSTM+T or LSTM+Time2Vec (`timerepro.models.seq.time_lstm`), the last valid hidden state read out;
 * training: Adam, cross-entropy, `max_epochs` epochs, no early stopping (the paper has no validation split);
   the test accuracy after every epoch is the curve of the figures (history), the run's metrics give the last
-  epoch's and the best epoch's accuracy. Checkpoint after every epoch (`train.fit`).
+  epoch's and the best epoch's accuracy. Checkpoint after every epoch, and at the batch a stop request arrives
+  before (`train.fit`, `timerepro.stopping`).
 """
 
 from __future__ import annotations
@@ -105,27 +106,27 @@ def run(config: dict, ctx) -> dict:
     opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
     train, ytrain = splits["train"], torch.from_numpy(labels["train"])
 
-    def train_epoch(epoch: int) -> dict:
+    def train_epoch(epoch: int, cursor) -> dict:
         model.train()
         gen = torch.Generator().manual_seed(seed * 100003 + epoch)  # a resumed run sees the same batches
         order = torch.randperm(len(train), generator=gen).tolist()
-        total = 0.0
-        for i in range(0, len(order), bs):
+        carry = {"total": 0.0}  # what a stopped epoch carries to its resumption (dropout: the global RNG, restored)
+        for i in cursor.batches(range(0, len(order), bs), save=lambda: dict(carry), load=carry.update):
             idx = order[i:i + bs]
             logits = model.out(last_states(model, *batch([train[j] for j in idx])))
             loss = F.cross_entropy(logits, ytrain[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += loss.item() * len(idx)
-        return {"train_loss": total / len(order)}
+            carry["total"] += loss.item() * len(idx)
+        return {"train_loss": carry["total"] / len(order)}
 
     def validate() -> dict:
         return {"test_accuracy": accuracy(model, splits["test"], labels["test"], 1024)}
 
     epochs = int(config["max_epochs"])
     result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor="test_accuracy", mode="max",
-                 max_epochs=epochs, patience=epochs + 1, ctx=ctx)
+                 max_epochs=epochs, patience=epochs + 1, ctx=ctx, mid_epoch=True)
     curve = [h["val_test_accuracy"] for h in result.history]
     ctx.write_artifact("time2vec_frequencies.json", {"learned_abs_frequency": learned_frequencies(model)})
     return {

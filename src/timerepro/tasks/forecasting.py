@@ -106,7 +106,7 @@ def run(config: dict, ctx) -> dict:
     opt = torch.optim.Adam(model.parameters(), lr=lr0)
     cap = config["max_train_windows"]
 
-    def train_epoch(epoch: int) -> dict:
+    def train_epoch(epoch: int, cursor) -> dict:
         model.train()
         lr = lr0 * 0.5 ** epoch if config["lradj"] == "type1" else lr0  # iTransformer's type1
         for group in opt.param_groups:
@@ -116,22 +116,23 @@ def run(config: dict, ctx) -> dict:
         order = torch.randperm(len(xtr), generator=gen)
         if cap:
             order = order[:int(cap)]
-        total, steps = 0.0, max(1, len(order) // batch)  # drop_last=True (one short batch if fewer windows)
-        for b in range(steps):
+        steps = max(1, len(order) // batch)  # drop_last=True (one short batch if fewer windows)
+        carry = {"total": 0.0}  # what a stopped epoch carries to its resumption (dropout: the global RNG, restored)
+        for b in cursor.batches(range(steps), save=lambda: dict(carry), load=carry.update):
             idx = order[b * batch:(b + 1) * batch]
             loss = F.mse_loss(model(xtr[idx].to(device)), ytr[idx].to(device))
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += loss.item()
-        return {"train_loss": total / steps, "lr": lr}
+            carry["total"] += loss.item()
+        return {"train_loss": carry["total"] / steps, "lr": lr}
 
     def validate() -> dict:
         m = evaluate(model, xva, yva)
         return {"loss": m["mse"], "mae": m["mae"]}
 
     result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor="loss", mode="min",
-                 max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx)
+                 max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx, mid_epoch=True)
     test, val = evaluate(model, xte, yte), evaluate(model, xva, yva)
     return {
         "metrics": {

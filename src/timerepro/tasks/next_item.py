@@ -208,15 +208,15 @@ def run(config: dict, ctx) -> dict:
     val_cand = sample_candidates(val_targets, n_items, k, int(config["candidate_repeats"]),
                                  [int(config["candidate_seed"]), 1])
 
-    def train_epoch(epoch: int) -> dict:
+    def train_epoch(epoch: int, cursor) -> dict:
         model.train()
         seqs = train + prefixes_for_epoch(config, test, epoch)  # TimeLSTM: the prefixes after the training users
         if config["train_order"] == "file":
             order = list(range(len(seqs)))
         else:
             order = torch.randperm(len(seqs), generator=torch.Generator().manual_seed(seed * 100003 + epoch)).tolist()
-        total, count = 0.0, 0
-        for i in range(0, len(order), bs):
+        carry = {"total": 0.0, "count": 0}  # what a stopped epoch carries to its resumption (dropout: the global RNG)
+        for i in cursor.batches(range(0, len(order), bs), save=lambda: dict(carry), load=carry.update):
             chunk = [seqs[j] for j in order[i:i + bs]]
             types, tau, lengths = batch(chunk)
             logits = model.out(model.states(types, tau, lengths))  # (B, L, n_items)
@@ -227,8 +227,9 @@ def run(config: dict, ctx) -> dict:
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total, count = total + loss.item() * int(mask.sum()), count + int(mask.sum())
-        return {"train_loss": total / max(1, count)}
+            carry["total"] += loss.item() * int(mask.sum())
+            carry["count"] += int(mask.sum())
+        return {"train_loss": carry["total"] / max(1, carry["count"])}
 
     def validate() -> dict:
         out = evaluate(model, test, cand, qs)  # the figures' curves (the code's per-epoch test evaluation)
@@ -239,8 +240,9 @@ def run(config: dict, ctx) -> dict:
     epochs = int(config["max_epochs"])
     main = f"recall_at_{next(iter(qs))}"
     result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor=main, mode="max",
-                 max_epochs=epochs, patience=epochs + 1, ctx=ctx)
-    last = {k_: v for k_, v in result.history[-1].items() if k_.startswith("val_")}
+                 max_epochs=epochs, patience=epochs + 1, ctx=ctx, mid_epoch=True)
+    # the validation metrics of the last epoch (not `val_time_s`, the seconds train.fit measured validation for)
+    last = {k_: v for k_, v in result.history[-1].items() if k_.startswith("val_") and k_ != "val_time_s"}
     metrics = {k_[4:]: v for k_, v in last.items()}
     metrics.update({f"best_{k_[4:]}": max(h[k_] for h in result.history) for k_ in last})
     metrics.update({"epochs_run": result.epochs_run, "n_parameters": time_lstm.n_parameters(model),

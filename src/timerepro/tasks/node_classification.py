@@ -243,18 +243,20 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
     head_epoch = _head_epoch(config)
     trained = [0]
 
-    def train_epoch(epoch: int) -> dict:
+    def train_epoch(epoch: int, cursor) -> dict:
         trained[0] = epoch + 1
         head.train()
-        total = 0.0
-        for start in ctx.progress(range(0, len(y_train), batch_size), desc=f"epoch {epoch}"):
+        carry = {"total": 0.0}  # what a stopped epoch carries to its resumption (dropout: the global RNG, restored)
+        starts = range(0, len(y_train), batch_size)
+        for start in ctx.progress(cursor.batches(starts, save=lambda: dict(carry), load=carry.update),
+                                  desc=f"epoch {epoch}", initial=cursor.start, total=len(starts)):
             logits = head(emb["train"][start:start + batch_size])  # (B,)
             loss = F.binary_cross_entropy_with_logits(logits, y_train[start:start + batch_size])
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += loss.item() * len(logits)
-        return {"train_loss": total / max(len(y_train), 1)}
+            carry["total"] += loss.item() * len(logits)
+        return {"train_loss": carry["total"] / max(len(y_train), 1)}
 
     def evaluate(name: str) -> dict:
         m = evaluate_head(head, emb[name], labels[name], batch_size)
@@ -266,11 +268,11 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
     if head_epoch == "test_stepped":
         result = fit_test_stepped(head, opt, train_epoch=train_epoch, validate=validate, test=lambda: evaluate("test"),
                                   interval=int(config["test_interval_epochs"]), max_epochs=int(config["max_epochs"]),
-                                  patience=int(config["patience"]), ctx=ctx)
+                                  patience=int(config["patience"]), ctx=ctx, mid_epoch=True)
     else:
         monitor = "trained_epochs" if head_epoch == "last" else "auc"
         result = fit(head, opt, train_epoch=train_epoch, validate=validate, monitor=monitor, mode="max",
-                     max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx)
+                     max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx, mid_epoch=True)
     metrics: dict = {}
     for name in ("val", "test"):
         m = evaluate_head(head, emb[name], labels[name], batch_size)

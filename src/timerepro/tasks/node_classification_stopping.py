@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from timerepro import metric_keys, stopping
-from timerepro.train import FitResult, rng_state, set_rng_state
+from timerepro import metric_keys
+from timerepro.train import FitResult, resumed_cursor, rng_state, set_rng_state, stop_after_epoch, stoppable_epoch
 
 
 @dataclass
@@ -47,15 +47,23 @@ def tests_at(epoch: int, interval: int) -> bool:
     return (epoch + 1) % interval == 0
 
 
-def fit_test_stepped(head, optimizer, *, train_epoch: Callable[[int], dict], validate: Callable[[], dict],
-                     test: Callable[[], dict], interval: int, max_epochs: int, patience: int, ctx) -> FitResult:
+def fit_test_stepped(head, optimizer, *, train_epoch: Callable, validate: Callable[[], dict],
+                     test: Callable[[], dict], interval: int, max_epochs: int, patience: int, ctx,
+                     mid_epoch: bool = False) -> FitResult:
     """Train the head as the DyG-Mamba script does (module docstring); `validate()` and `test()` return
     {"auc", "loss"} of the current head. Returns the history (with `test_auc` on test epochs) and the saved epoch;
-    the head ends with the weights saved last. A checkpoint after every epoch, as `train.fit`."""
+    the head ends with the weights saved last. A checkpoint after every epoch and, with `mid_epoch`
+    (`train_epoch(epoch, cursor)`), at the batch a stop request arrives before, as `train.fit`."""
     stopper = SharedStopper(patience)
     result = FitResult()
     best_state = copy.deepcopy(head.state_dict())
     start = 0
+    resumed = None
+
+    def checkpoint(epoch: int, **extra) -> None:
+        ctx.save_checkpoint({"model": head.state_dict(), "optimizer": optimizer.state_dict(), "best_state": best_state,
+                             "stopper": stopper.__dict__.copy(), "epoch": epoch, "rng": rng_state(), **extra})
+
     ckpt = ctx.load_checkpoint()
     if ckpt is not None:
         head.load_state_dict(ckpt["model"])
@@ -65,12 +73,15 @@ def fit_test_stepped(head, optimizer, *, train_epoch: Callable[[int], dict], val
         result.resumed_from_epoch = ckpt["epoch"]
         start = ckpt["epoch"] + 1
         set_rng_state(ckpt["rng"])
-        ctx.log(f"resumed from checkpoint after epoch {ckpt['epoch']}")
+        resumed = resumed_cursor(ckpt)
+        ctx.log(f"resumed from checkpoint after epoch {ckpt['epoch']}"
+                + (f", before batch {ckpt['batch']} of epoch {start}" if resumed is not None else ""))
     for epoch in ctx.progress(range(start, max_epochs), desc=ctx.run_id, initial=start, total=max_epochs):
         if stopper.stop:
             break
         t0 = time.perf_counter()
-        row = {"epoch": epoch, **train_epoch(epoch)}
+        stats = stoppable_epoch(train_epoch, epoch, resumed, checkpoint, ctx) if mid_epoch else train_epoch(epoch)
+        row = {"epoch": epoch, **stats}
         row["epoch_time_s"] = round(time.perf_counter() - t0, 4)
         val = validate()
         row.update({metric_keys.validation(k): v for k, v in val.items()})
@@ -85,11 +96,8 @@ def fit_test_stepped(head, optimizer, *, train_epoch: Callable[[int], dict], val
         row.update(saved=saved, stop_counter=stopper.counter)
         result.history.append(row)
         ctx.write_history(result.history)
-        ctx.save_checkpoint({"model": head.state_dict(), "optimizer": optimizer.state_dict(), "best_state": best_state,
-                             "stopper": stopper.__dict__.copy(), "epoch": epoch, "rng": rng_state()})
-        if stopping.requested() and epoch + 1 < max_epochs and not stopper.stop:
-            ctx.log(f"stop requested: checkpoint after epoch {epoch}")
-            raise stopping.JobStopped(f"{ctx.run_id}: after epoch {epoch}")
+        checkpoint(epoch)
+        stop_after_epoch(epoch, epoch + 1 >= max_epochs or stopper.stop, ctx)
     head.load_state_dict(best_state)
     result.best_epoch, result.epochs_run = stopper.best_epoch, len(result.history)
     return result

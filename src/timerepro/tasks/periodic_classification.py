@@ -5,6 +5,8 @@ Model: sigmoid(a . t2v(tau) + b) with Time2Vec of length 32; Adam, binary cross-
 early stopping (there is no validation split: the last 25% of the days are the test). The seeds of one
 configuration train together: their parameters are stacked along a leading member axis, one vmapped forward
 and one Adam step (elementwise, so each member's update is its own) serve them all.
+The stack checkpoints every CHECKPOINT_EVERY epochs and, on a stop request (`timerepro.stopping`), after the
+epoch under way (one full-batch step), with the history so far; the retry resumes there.
 
 A run records the dominant sine (largest |a_i|): its frequency folded into [0, pi / input_scale] (inputs are
 integers times `input_scale`, so w and w + 2 pi / input_scale give the same values: aliases), its phase and
@@ -21,8 +23,10 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, vmap
 
+from timerepro import stopping
 from timerepro.data import day_of_week
 from timerepro.models.seq.time_lstm import Time2VecClassifier
+from timerepro.train import stop_after_epoch
 
 CHECKPOINT_FORMAT = "periodic-stack/1"
 CHECKPOINT_EVERY = 2000  # steps
@@ -67,11 +71,10 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
     batch = config.get("batch_size") or tau.shape[1]
     gens = [torch.Generator().manual_seed(int(c["seed"])) for c in configs]
     steps_per_epoch = math.ceil(tau.shape[1] / batch)
-    start = _resume(ctxs, params, opt, gens)
+    start, history = _resume(ctxs, params, opt, gens)
     resumed = start - 1 if start else None
     epochs = range(start, int(config["max_epochs"]))
     bar = ctxs[0].progress(epochs, desc=f"{len(configs)} seeds", total=int(config["max_epochs"]), initial=start)
-    history = []
     rows = torch.arange(len(configs)).unsqueeze(1)  # (S, 1): gathers each member's own batch
     for epoch in bar:
         order = (torch.stack([torch.randperm(tau.shape[1], generator=g) for g in gens]) if batch < tau.shape[1]
@@ -85,8 +88,10 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
             opt.step()
         if (epoch + 1) % max(1, int(config["max_epochs"]) // 20) == 0:
             history.append({"epoch": epoch, "train_loss": losses.detach().tolist()})
-        if (epoch + 1) % CHECKPOINT_EVERY == 0:
-            _checkpoint(ctxs, params, opt, gens, epoch)
+        last = epoch + 1 >= int(config["max_epochs"])
+        if (epoch + 1) % CHECKPOINT_EVERY == 0 or (stopping.requested() and not last):  # a stop: at this step
+            _checkpoint(ctxs, params, opt, gens, epoch, history)
+        stop_after_epoch(epoch, last, ctxs[0])
     with torch.no_grad():
         for i, (c, ctx, d) in enumerate(zip(configs, ctxs, data)):
             final = {k: v[i].detach().clone() for k, v in params.items()}
@@ -94,21 +99,23 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
             finish(i, {**_outcome(c, ctx, d, base, initial[i], final), "resumed_from_epoch": resumed})
 
 
-def _checkpoint(ctxs, params, opt, gens, epoch: int) -> None:
+def _checkpoint(ctxs, params, opt, gens, epoch: int, history: list[dict]) -> None:
     state = opt.state_dict()
     for i, ctx in enumerate(ctxs):
         ctx.save_checkpoint({"format": CHECKPOINT_FORMAT, "epoch": epoch, "member": i, "n_members": len(ctxs),
                              "params": {k: v[i].detach().clone() for k, v in params.items()},
                              "adam": {n: {k: (v[i].clone() if torch.is_tensor(v) and v.dim() else v)
                                           for k, v in s.items()} for n, s in state["state"].items()},
-                             "rng": gens[i].get_state()})
+                             "rng": gens[i].get_state(),
+                             "history": [{"epoch": h["epoch"], "train_loss": h["train_loss"][i]} for h in history]})
 
 
-def _resume(ctxs, params, opt, gens) -> int:
-    """Restore the stack when every member holds a checkpoint of the same epoch; else start at 0."""
+def _resume(ctxs, params, opt, gens) -> tuple[int, list[dict]]:
+    """Restore the stack when every member holds a checkpoint of the same epoch; else start at 0. Returns the next
+    epoch and the stack's history so far (each row's `train_loss` one per member)."""
     ckpts = [ctx.load_checkpoint() for ctx in ctxs]
     if not all(c and c.get("format") == CHECKPOINT_FORMAT for c in ckpts) or len({c["epoch"] for c in ckpts}) != 1:
-        return 0
+        return 0, []
     with torch.no_grad():
         for k, v in params.items():
             v.copy_(torch.stack([c["params"][k] for c in ckpts]))
@@ -119,8 +126,10 @@ def _resume(ctxs, params, opt, gens) -> int:
     opt.load_state_dict({"state": {int(n): s for n, s in adam.items()}, "param_groups": state["param_groups"]})
     for g, c in zip(gens, ckpts):
         g.set_state(c["rng"])
+    rows = zip(*(c.get("history", []) for c in ckpts))  # row j of every member
+    history = [{"epoch": row[0]["epoch"], "train_loss": [r["train_loss"] for r in row]} for row in rows]
     ctxs[0].log(f"resumed {len(ctxs)} members after epoch {ckpts[0]['epoch']}")
-    return int(ckpts[0]["epoch"]) + 1
+    return int(ckpts[0]["epoch"]) + 1, history
 
 
 def _outcome(config: dict, ctx, d: day_of_week.DayOfWeek, base, initial: dict, final: dict) -> dict:

@@ -112,16 +112,17 @@ def run(config: dict, ctx) -> dict:
     opt = torch.optim.Adam(param_groups(model, config), lr=float(config["lr"]))
     gen = torch.Generator().manual_seed(seed)
 
-    def one_epoch(epoch: int) -> dict:
+    def one_epoch(epoch: int, cursor) -> dict:
         return train_epoch(model, opt, train, batch_size=batch, shuffle=bool(config["shuffle"]), generator=gen,
-                           num_samples=n_int, max_grad_norm=config.get("max_grad_norm"))
+                           num_samples=n_int, max_grad_norm=config.get("max_grad_norm"), cursor=cursor)
 
     def validate() -> dict:
         m = evaluate(model, dev, batch_size=batch, thinning=None, num_samples=n_int)
         return {"loglike_per_event": m["loglike_per_event"]}
 
     result = fit(model, opt, train_epoch=one_epoch, validate=validate, monitor="loglike_per_event", mode="max",
-                 max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx, generator=gen)
+                 max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx, generator=gen,
+                 mid_epoch=True)
 
     thinning = ThinningConfig(**{k: config[k] for k in THINNING_KEYS})
     te = evaluate(model, test, batch_size=batch, thinning=thinning, seed=seed, num_samples=n_int)

@@ -60,10 +60,19 @@ def collate(seqs: Sequence[dict], pad_token_id: int) -> Batch:
                  torch.from_numpy(non_pad), torch.from_numpy(make_attention_mask(types, pad_token_id)))
 
 
+def batch_order(n: int, shuffle: bool = False, generator: torch.Generator | None = None) -> list[int]:
+    """The sequence indices of one pass: stored order, or a random order drawn from `generator`."""
+    return torch.randperm(n, generator=generator).tolist() if shuffle else list(range(n))
+
+
+def batch_of(seqs: EventSequences, indices: Sequence[int], pad_token_id: int) -> Batch:
+    """The sequences `indices` of a split, padded into one Batch."""
+    return collate([seqs.sequence(j) for j in indices], pad_token_id)
+
+
 def iterate_batches(seqs: EventSequences, pad_token_id: int, batch_size: int, *, shuffle: bool = False,
                     generator: torch.Generator | None = None) -> Iterator[Batch]:
     """Batches over one split in stored order, or in a random order drawn from `generator`."""
-    n = len(seqs)
-    order = torch.randperm(n, generator=generator).tolist() if shuffle else list(range(n))
-    for i in range(0, n, batch_size):
-        yield collate([seqs.sequence(j) for j in order[i:i + batch_size]], pad_token_id)
+    order = batch_order(len(seqs), shuffle, generator)
+    for i in range(0, len(order), batch_size):
+        yield batch_of(seqs, order[i:i + batch_size], pad_token_id)

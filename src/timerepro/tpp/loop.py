@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from timerepro.data.tpp import EventSequences
-from timerepro.tpp.batch import iterate_batches
+from timerepro.tpp.batch import batch_of, batch_order, iterate_batches
 from timerepro.tpp.likelihood import log_likelihood
 from timerepro.tpp.metrics import Predictions, compute
 from timerepro.tpp.thinning import ThinningConfig, predict_next
@@ -23,12 +23,20 @@ from timerepro.tpp.thinning import ThinningConfig, predict_next
 
 def train_epoch(model, optimizer: torch.optim.Optimizer, seqs: EventSequences, *, batch_size: int,
                 shuffle: bool = False, generator: torch.Generator | None = None, num_samples: int = 20,
-                sampling: str = "grid", max_grad_norm: float | None = None) -> dict:
-    """One pass; each step minimizes the batch's negative log-likelihood per event (EasyTPP's loss / num_events)."""
+                sampling: str = "grid", max_grad_norm: float | None = None, cursor=None) -> dict:
+    """One pass; each step minimizes the batch's negative log-likelihood per event (EasyTPP's loss / num_events).
+
+    `cursor` (a `train.EpochCursor`, from `train.fit(..., mid_epoch=True)`): the pass can stop between two batches
+    and resume there; the pass's order and running sums travel in the checkpoint (`generator`, which drew the order
+    and draws the integral's points, is restored with the other RNGs)."""
     model.train()
     device = next(model.parameters()).device
-    total, events = 0.0, 0
-    for batch in iterate_batches(seqs, model.pad_token_id, batch_size, shuffle=shuffle, generator=generator):
+    carry = {"order": batch_order(len(seqs), shuffle, generator), "total": 0.0, "events": 0}
+    starts = range(0, len(seqs), batch_size)
+    if cursor is not None:
+        starts = cursor.batches(starts, save=lambda: dict(carry), load=carry.update)
+    for start in starts:
+        batch = batch_of(seqs, carry["order"][start:start + batch_size], model.pad_token_id)
         ll = log_likelihood(model, batch.to(device), num_samples=num_samples, sampling=sampling, generator=generator)
         n = ll.n_events
         if n == 0:  # only one-event sequences: nothing to score
@@ -39,8 +47,9 @@ def train_epoch(model, optimizer: torch.optim.Optimizer, seqs: EventSequences, *
         if max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimizer.step()
-        total += float(loss.detach()) * n
-        events += n
+        carry["total"] += float(loss.detach()) * n
+        carry["events"] += n
+    total, events = carry["total"], carry["events"]
     return {"train_nll_per_event": total / events if events else float("nan")}
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from timerepro.data.ctdg import CTDGData, LinkSplit
-from timerepro.encoders import standardization_stats
+from timerepro.encoders import STATISTICS, mean_and_std, standardization_values
 from timerepro.graphs.neighbors import TemporalNeighbors
 
 
-CHUNK = 1 << 16  # queries per (chunk, k) block of the pooled statistic
+CHUNK = 1 << 16  # queries per (chunk, k) block
 
 
 def time_difference_stats(graph: TemporalNeighbors, nodes, times, k: int, statistic: str = "pooled",
@@ -23,21 +23,20 @@ def time_difference_stats(graph: TemporalNeighbors, nodes, times, k: int, statis
     `statistic`: `encoders.standardization_stats` ("pooled": every difference, the paper;
     "per_query_mean": the spread of per-query means, the authors' code). (0, 1) without any
     history; std 1 when all values are equal (the linear encoder needs std > 0).
-    The pooled statistic of the k most recent is gathered `chunk` queries at a time: the (Q, k) arrays of a large
-    graph at a long history (LastFM, 1.8 M queries x 511 for DyG-Mamba: ~7 GB each) are never built; the valid
-    differences, in the same order, give the same mean and std to the last bit."""
-    if statistic == "pooled" and rng is None:
-        nodes, times = np.asarray(nodes), np.asarray(times, dtype=np.float64)
-        parts = []
-        for i in range(0, len(nodes), chunk):
-            hood = graph.most_recent(nodes[i:i + chunk], times[i:i + chunk], k)  # (c, k)
-            dt = times[i:i + chunk, None] - hood.times.astype(np.float64)  # (c, k)
-            parts.append(dt[hood.neighbor_ids != 0])  # (valid,) row by row, as dt[valid] of the whole
-        values = np.concatenate(parts) if parts else np.zeros(0)
-        return standardization_stats(values[None, :], None, statistic)  # (1, V): the same values, the same stats
-    hood = graph.most_recent(nodes, times, k) if rng is None else graph.uniform(nodes, times, k, rng)  # (Q, k)
-    dt = np.asarray(times, dtype=np.float64)[:, None] - hood.times.astype(np.float64)  # (Q, k)
-    return standardization_stats(dt, hood.neighbor_ids != 0, statistic)
+    Gathered `chunk` queries at a time: the (Q, k) arrays of a large graph at a long history (LastFM, 1.8 M
+    queries x 512 for DyG-Mamba: ~7 GB each) are never built. Each chunk gives its values (valid differences or
+    row means) in query order, and uniform draws take the same numbers from `rng` in the same order (row by row,
+    rows without history draw none), so the statistics are those of the whole to the last bit."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown standardization statistic {statistic!r}; known: {STATISTICS}")
+    nodes, times = np.asarray(nodes), np.asarray(times, dtype=np.float64)
+    parts = []
+    for i in range(0, len(nodes), chunk):
+        n, t = nodes[i:i + chunk], times[i:i + chunk]
+        hood = graph.most_recent(n, t, k) if rng is None else graph.uniform(n, t, k, rng)  # (c, k)
+        dt = t[:, None] - hood.times.astype(np.float64)  # (c, k)
+        parts.append(standardization_values(dt, hood.neighbor_ids != 0, statistic))  # (values of the chunk,)
+    return mean_and_std(np.concatenate(parts) if parts else np.zeros(0))
 
 
 def train_time_stats(data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors, k: int,
