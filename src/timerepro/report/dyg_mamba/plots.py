@@ -163,7 +163,7 @@ def dm_fig6_render(df: pd.DataFrame, meta: dict) -> plt.Figure:
         g = g.assign(i=g["column"].astype(int)).sort_values("i")
         axes[1].plot(g["i"], g["mean"], marker="o", color=COLORS.get(model), label=model)
     axes[1].set_title("(B) similarity to the target (normalised)", fontsize=9)
-    axes[1].set_xlabel("position in u's sequence (DyG-Mamba: history then u; DyGFormer: u then history)", fontsize=7)
+    axes[1].set_xlabel("position in u's sequence: u, then its history oldest first (DyGFormer: in patches)", fontsize=7)
     if b.empty:
         _empty(axes[1])
     else:
@@ -200,7 +200,8 @@ def dm_fig7_lines(df: pd.DataFrame, meta: dict) -> plt.Figure:
 
 @renderer("dm_noise_lines")
 def dm_noise_lines(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Figures 8 and 9: AP vs the ratio of inserted noisy neighbours, one panel per dataset."""
+    """Figures 8 and 9: AP vs the ratio of noisy neighbours (the authors' replacement by default, docs/dyg_mamba.md M08),
+    one panel per dataset."""
     def draw(ax, ds):
         _lines(ax, df[df["row_group"] == ds], float)
         ax.set_xlabel("noise ratio")
@@ -208,5 +209,4 @@ def dm_noise_lines(df: pd.DataFrame, meta: dict) -> plt.Figure:
         ax.set_title(ds, fontsize=9)
         ax.legend(fontsize=7, frameon=False)
 
-    return _figure(sorted(df["row_group"].unique()), draw, "Robustness to inserted noisy neighbours (evaluation only)",
-                   meta)
+    return _figure(sorted(df["row_group"].unique()), draw, "Robustness to noisy neighbours (evaluation only)", meta)
