@@ -44,11 +44,14 @@ from pathlib import Path
 
 import numpy as np
 
+from dyglib_harness import LR, N_FEAT, Reference  # the DyGLib side, shared with reference_table.py
+
 HERE = Path(__file__).resolve().parent
-N_FEAT, BATCH, START, SEED = 172, 200, 30000, 0
+BATCH, START, SEED = 200, 30000, 0
 IMPLS = ("dyglib", "project", "project-bf16")  # project-bf16: the project's with `amp: bfloat16`
 MODELS = ("tgat", "dygformer", "tgn")
-# DyGLib's best UCI configurations (utils/load_configs.py, load_link_prediction_best_configs)
+# the project's side at DyGLib's best UCI configurations (utils/load_configs.py, load_link_prediction_best_configs;
+# the DyGLib side reads the same values from dyglib_harness.REFERENCE)
 CONFIG = {
     "tgat": dict(num_layers=2, num_heads=2, num_neighbors=20, dropout=0.1, time_dim=100),
     "dygformer": dict(num_layers=2, num_heads=2, channel_dim=50, max_input_sequence_length=32, patch_size=1,
@@ -82,93 +85,11 @@ def speed_batches(src, dst, ts, n: int, offset: int):
     return out
 
 
-# ------------------------------------------------------------------ the two implementations
-
-class DyGLibModel:
-    """DyGLib's backbone and MergeLayer predictor, driven as train_link_prediction.py drives them."""
-
-    def __init__(self, path: str, name: str, node_feat, edge_feat, train_data, full_data):
-        sys.path.insert(0, path)
-        import torch
-        from torch import nn
-        from models.DyGFormer import DyGFormer
-        from models.MemoryModel import MemoryModel
-        from models.modules import MergeLayer
-        from models.TGAT import TGAT
-        from utils.utils import get_neighbor_sampler
-
-        cfg = CONFIG[name]
-        self.name = name
-        self.train_sampler = get_neighbor_sampler(train_data, "recent", seed=0)
-        self.full_sampler = get_neighbor_sampler(full_data, "recent", seed=1)
-        if name == "tgat":
-            backbone = TGAT(node_feat, edge_feat, self.train_sampler, time_feat_dim=cfg["time_dim"],
-                            num_layers=cfg["num_layers"], num_heads=cfg["num_heads"], dropout=cfg["dropout"])
-        elif name == "dygformer":
-            backbone = DyGFormer(node_feat, edge_feat, self.train_sampler, time_feat_dim=cfg["time_dim"],
-                                 channel_embedding_dim=cfg["channel_dim"], patch_size=cfg["patch_size"],
-                                 num_layers=cfg["num_layers"], num_heads=cfg["num_heads"], dropout=cfg["dropout"],
-                                 max_input_sequence_length=cfg["max_input_sequence_length"])
-        else:
-            backbone = MemoryModel(node_feat, edge_feat, self.train_sampler, time_feat_dim=cfg["time_dim"], model_name="TGN",
-                                   num_layers=cfg["num_layers"], num_heads=cfg["num_heads"], dropout=cfg["dropout"])
-        predictor = MergeLayer(node_feat.shape[1], node_feat.shape[1], node_feat.shape[1], 1)
-        self.model = nn.Sequential(backbone, predictor)
-        self.loss = nn.BCELoss()
-        self.torch = torch
-
-    def set_graph(self, training: bool) -> None:
-        self.model.train(training)
-        self.model[0].set_neighbor_sampler(self.train_sampler if training else self.full_sampler)
-
-    def optimizer(self, lr: float):
-        return self.torch.optim.Adam(self.model.parameters(), lr=lr)  # DyGLib's create_optimizer('Adam')
-
-    def reset(self) -> None:
-        if self.name == "tgn":
-            self.model[0].memory_bank.__init_memory_bank__()
-
-    def _embed(self, src, dst, ts, eids, positive: bool):
-        bb = self.model[0]
-        if self.name == "tgat":
-            return bb.compute_src_dst_node_temporal_embeddings(src, dst, ts, num_neighbors=CONFIG["tgat"]["num_neighbors"])
-        if self.name == "dygformer":
-            return bb.compute_src_dst_node_temporal_embeddings(src, dst, ts)
-        return bb.compute_src_dst_node_temporal_embeddings(src, dst, ts, edge_ids=eids if positive else None,
-                                                           edges_are_positive=positive,
-                                                           num_neighbors=CONFIG["tgn"]["num_neighbors"])
-
-    def probabilities(self, src, dst, ts, eids, neg_dst):
-        """(B,), (B,) sigmoid scores of the positives and the negatives (memory models: negatives first)."""
-        if self.name == "tgn":
-            neg = self._embed(src, neg_dst, ts, None, False)
-            pos = self._embed(src, dst, ts, eids, True)
-        else:
-            pos = self._embed(src, dst, ts, eids, True)
-            neg = self._embed(src, neg_dst, ts, None, False)
-        head = self.model[1]
-        return (head(input_1=pos[0], input_2=pos[1]).squeeze(-1).sigmoid(),
-                head(input_1=neg[0], input_2=neg[1]).squeeze(-1).sigmoid())
-
-    def train_step(self, opt, batch) -> float:
-        src, dst, ts, eids, neg_dst = batch
-        pos, neg = self.probabilities(src, dst, ts, eids, neg_dst)
-        loss = self.loss(self.torch.cat([pos, neg]), self.torch.cat([self.torch.ones_like(pos), self.torch.zeros_like(neg)]))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if self.name == "tgn":
-            self.model[0].memory_bank.detach_memory_bank()
-        return float(loss.item())
-
-    def eval_step(self, batch):
-        src, dst, ts, eids, neg_dst = batch
-        with self.torch.no_grad():
-            return self.probabilities(src, dst, ts, eids, neg_dst)
-
+# ------------------------------------------------------------------ the project's side (DyGLib's: dyglib_harness.Reference)
 
 class ProjectModel:
-    """The project's backbone in `LinkPredictionModel`, driven as tasks/link_prediction/loop.py drives it."""
+    """The project's backbone in `LinkPredictionModel`, driven as tasks/link_prediction/loop.py drives it (the same
+    calls as `dyglib_harness.Reference`)."""
 
     def __init__(self, name: str, node_feat, edge_feat, train_graph, full_graph, amp: str = "none"):
         import torch
@@ -200,16 +121,16 @@ class ProjectModel:
         self.state = stream_state(backbone)
         self.autocast = lambda: lp.autocast(amp, torch.device("cpu"))  # noqa: E731
 
-    def set_graph(self, training: bool) -> None:
+    def start(self, training: bool) -> None:
+        """Train or evaluation mode with that phase's neighbours; a training pass starts from empty memories."""
         self.model.train(training)
         graph, seed = (self.train_graph, 0) if training else (self.full_graph, 1)
         self.model.backbone.set_graph(graph, np.random.RandomState(seed))
+        if training:
+            self.state.reset_state()
 
-    def optimizer(self, lr: float):
-        return self.lp.adam(self.model, lr)  # what the task uses
-
-    def reset(self) -> None:
-        self.state.reset_state()
+    def optimizer(self):
+        return self.lp.adam(self.model, LR)  # what the task uses
 
     def train_step(self, opt, batch) -> float:
         src, dst, ts, eids, neg_dst = batch
@@ -282,15 +203,12 @@ def load_dyglib_weights(model, name: str, path: str) -> None:
 
 # ------------------------------------------------------------------ one process, one measurement
 
-def build(impl: str, name: str, dyglib: str, train_mask=None):
-    from types import SimpleNamespace
-
+def build(impl: str, name: str, dyglib: str, seed: int, train_mask=None):
+    """One implementation on the shared graph, its training neighbours from `train_mask` (default: every edge)."""
     src, dst, ts, eids, node_feat, edge_feat = graph()
     mask = np.ones(len(src), bool) if train_mask is None else train_mask
     if impl == "dyglib":
-        part = lambda sel: SimpleNamespace(src_node_ids=src[sel], dst_node_ids=dst[sel], node_interact_times=ts[sel],  # noqa: E731
-                                           edge_ids=eids[sel])
-        return DyGLibModel(dyglib, name, node_feat, edge_feat, part(mask), part(slice(None)))
+        return Reference(name, {"dyglib": dyglib}, seed, (src, dst, ts, eids, node_feat, edge_feat, mask))
     from timerepro.graphs.neighbors import TemporalNeighbors
 
     train_graph = TemporalNeighbors(src[mask], dst[mask], ts[mask], eids[mask], num_nodes=node_feat.shape[0])
@@ -304,17 +222,16 @@ def measure_speed(impl: str, name: str, dyglib: str, n: int, threads: int) -> di
     torch.set_num_threads(threads)
     torch.manual_seed(SEED)
     src, dst, ts, *_ = graph()
-    m = build(impl, name, dyglib)
-    opt = m.optimizer(1e-4)
+    m = build(impl, name, dyglib, SEED)
+    opt = m.optimizer()
     train, evaluate = speed_batches(src, dst, ts, n + 1, 0), speed_batches(src, dst, ts, n + 1, n + 1)
-    m.set_graph(True)
-    m.reset()
+    m.start(True)
     m.train_step(opt, train[0])  # warm-up
     t0 = time.perf_counter()
     for b in train[1:]:
         m.train_step(opt, b)
     train_s = time.perf_counter() - t0
-    m.set_graph(False)
+    m.start(False)
     m.eval_step(evaluate[0])
     t0 = time.perf_counter()
     for b in evaluate[1:]:
@@ -340,23 +257,22 @@ def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str, se
     train_mask = np.zeros(n, bool)
     train_mask[:train_end] = True
     torch.manual_seed(seed)
-    m = build(impl, name, dyglib, train_mask)
+    m = build(impl, name, dyglib, seed, train_mask)
     if impl == "dyglib":
         torch.save(m.model.state_dict(), weights)  # the initial weights both implementations start from
     else:
         load_dyglib_weights(m.model, name, weights)
     torch.manual_seed(seed)  # the same seed for dropout
-    opt = m.optimizer(1e-4)
+    opt = m.optimizer()
     dst_pool = np.unique(dst[:train_end])
     rng = np.random.RandomState(seed)
-    m.set_graph(True)
-    m.reset()
+    m.start(True)
     t0 = time.perf_counter()
     for s in range(0, train_end, BATCH):
         sl = slice(s, min(s + BATCH, train_end))
         m.train_step(opt, (src[sl], dst[sl], ts[sl], eids[sl], dst_pool[rng.randint(0, len(dst_pool), sl.stop - s)]))
     train_s = time.perf_counter() - t0
-    m.set_graph(False)
+    m.start(False)
     rng = np.random.RandomState(seed + 2)
     pos, neg = [], []
     t0 = time.perf_counter()

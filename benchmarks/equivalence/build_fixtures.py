@@ -892,23 +892,16 @@ def _authors_embeddings(gnn_global, loader, memory, nodes: np.ndarray, k: int) -
     return {int(q): h[c].detach().numpy() for c, q in enumerate(nodes)}
 
 
-def _swinit_authors(name: str, cell: str):
-    """The authors' memory (`cell` mlp: tgn_mlp.TGNMemory with its IdentityMessage, LastAggregator and 2-layer
-    FeedForward; gru: PyG's TGNMemory, IdentityMessage, LastAggregator, which their script imports for it),
-    LastNeighborLoader(size=3) and UFGConv Net (ufg_global.py: Haar, 2 levels, Chebyshev n = 2, bands
-    d_list[1:4], LayerNorm between the 2 layers) in eval mode (their test() loop) over a whole bipartite
-    stream of 40 events in 8 batches of 5 from an empty memory: per batch the embeddings of the sources,
-    destinations and negatives, then update_state and insert; the memory after the stream. The message feature
-    is x V with a fixed V (top-3 right singular vectors of the first 28 edges' features, numpy's exact SVD: the
-    randomized fbpca SVD is not compared). The batch graph is the project's (disjoint stars, docs/swinit.md),
-    built from the authors' loader rows: their glued graph over global rows is not reproduced, not compared."""
-    # the transductive script imports cus_tgn's LastNeighborLoader, whose insert/reset_state are tgn_mlp's line
-    # for line (only __call__'s relabelling, unused here, differs); cus_tgn itself needs pytorch_wavelets
-    from tgn_mlp import LastNeighborLoader
+def _swinit_setup(cell: str, loader_cls, prepass: bool = False) -> SimpleNamespace:
+    """What both SWINIT builders run on: the bipartite stream of 40 events in 8 batches of 5, negatives among the
+    items as the authors draw them (min_dst_idx..max_dst_idx; `prepass`: a second set for a pre-pass), the message
+    feature x V with a fixed V (top-3 right singular vectors of the first 28 edges' features, numpy's exact SVD:
+    the randomized fbpca SVD is not compared), the authors' memory (`cell` mlp: tgn_mlp.TGNMemory with its
+    IdentityMessage, LastAggregator and 2-layer FeedForward; gru: PyG's TGNMemory, IdentityMessage,
+    LastAggregator, which their script imports for it) and UFGConv Net (ufg_global.py: Haar, 2 levels, Chebyshev
+    n = 2, bands d_list[1:4], LayerNorm between the 2 layers), perturbed, in eval mode from an empty memory, and
+    an empty `loader_cls` (LastNeighborLoader, size 3)."""
     from ufg_global import Net
-
-    from timerepro.models.graph.spectral import SpectralFit
-    from timerepro.models.graph.swinit import SWINIT
 
     if cell == "mlp":
         from tgn_mlp import IdentityMessage, LastAggregator, TGNMemory
@@ -924,6 +917,8 @@ def _swinit_authors(name: str, cell: str):
     inputs = _tgn_batches(graph, n_batches=8)
     for b in range(8):  # negatives among the items, as the authors draw them (min_dst_idx..max_dst_idx)
         inputs[f"b{b}_neg_dst"] = np.random.default_rng(28 + b).integers(6, 11, size=5)
+        if prepass:
+            inputs[f"b{b}_prepass_neg_dst"] = np.random.default_rng(48 + b).integers(6, 11, size=5)
     num_nodes = graph["node_feat"].shape[0]
     # V (d, r): exact top right singular vectors of the "training" edges' features
     _, _, vt = np.linalg.svd(graph["edge_feat"][graph["edge_ids"][:MEMORY_TRAIN_EDGES]].astype(np.float64))
@@ -939,38 +934,62 @@ def _swinit_authors(name: str, cell: str):
     memory.eval()  # eval() flushes the (empty) store through the cell: start from an empty memory again
     memory.reset_state()
     gnn.eval()
-    loader = LastNeighborLoader(num_nodes, size=shape["num_neighbors"])
-    feats = torch.from_numpy(graph["edge_feat"]) @ projection  # (E + 1, r): x V per edge id
+    return SimpleNamespace(shape=shape, graph=graph, inputs=inputs, num_nodes=num_nodes, projection=projection,
+                           mdim=mdim, r=r, memory=memory, gnn=gnn, memory_source=memory_source,
+                           loader=loader_cls(num_nodes, size=shape["num_neighbors"]),
+                           feats=torch.from_numpy(graph["edge_feat"]) @ projection)  # (E + 1, r): x V per edge id
+
+
+def _swinit_fixture(name: str, s: SimpleNamespace, outputs: dict, reference: str, **ctor) -> dict:
+    """The fixture of a SWINIT stream: the memory after it, the project's SWINIT built with `ctor` over the common
+    settings, the authors' weights renamed (swinit_rules; each Net layer's three filters as its theta)."""
+    from timerepro.models.graph.spectral import SpectralFit
+    from timerepro.models.graph.swinit import SWINIT
+
+    outputs["memory"] = s.memory.memory.detach().numpy().copy()
+    outputs["last_update"] = s.memory.last_update.detach().numpy().astype(np.float32)
+    shape = s.shape
+    ctor = {**dict(inputs="trsvd", memory_cell="mlp", memory_dim=s.mdim, embedding_dim=shape["embedding_dim"],
+                   time_dim=TIME_DIM, encoder="cosine", num_neighbors=shape["num_neighbors"],
+                   num_layers=shape["num_layers"], framelet_levels=2, cheb_degree=1, lambda_max=4.0, dilation=2.0,
+                   dropout=0.3, readout="memory", batch_graph="stars", graph_reuse="fresh"), **ctor}
+    proj = SWINIT(s.num_nodes, s.graph["edge_feat"], SpectralFit(s.r, 0.0, s.projection), **ctor)
+    rules, transforms = swinit_rules(s.mdim, TIME_DIM, s.r)
+    mapped = rename({**{f"{k}": v for k, v in s.memory.state_dict().items()},
+                     **{f"conv.{k}": v for k, v in s.gnn.conv.state_dict().items()}}, rules, transforms)
+    for i, conv in enumerate(s.gnn.conv.convs):
+        mapped[f"convs.{i}.theta"] = torch.cat([conv.filter1, conv.filter2, conv.filter3], dim=1).T.detach()
+    mapped["projection"] = s.projection
+    weights = project_state(proj, mapped)
+    return dict(meta=dict(case=name, kind="swinit", reference=reference, ctor=ctor, options={"rank": s.r},
+                          tolerance=TOL, documented_difference=None),
+                graph=s.graph, inputs=s.inputs, weights=weights, outputs=outputs)
+
+
+def _swinit_authors(name: str, cell: str):
+    """The authors' memory and Net (`_swinit_setup`) in eval mode (their test() loop) over the whole stream from
+    an empty memory: per batch the embeddings of the sources, destinations and negatives, then update_state and
+    insert; the memory after the stream. The batch graph is the project's (disjoint stars, docs/swinit.md),
+    built from the authors' loader rows: their glued graph over global rows is `_swinit_glued`'s."""
+    # the transductive script imports cus_tgn's LastNeighborLoader, whose insert/reset_state are tgn_mlp's line
+    # for line (only __call__'s relabelling, unused here, differs); cus_tgn itself needs pytorch_wavelets
+    from tgn_mlp import LastNeighborLoader
+
+    s = _swinit_setup(cell, LastNeighborLoader)
+    inputs, memory, loader = s.inputs, s.memory, s.loader
     outputs = {}
     with torch.no_grad():
         for b in range(int(inputs["n_batches"])):
             src, dst, neg, ts, eids = (torch.from_numpy(np.asarray(inputs[f"b{b}_{k}"]))
                                        for k in ("src", "dst", "neg_dst", "ts", "edge_ids"))
             nodes = torch.cat([src, dst, neg]).unique().numpy()
-            emb = _authors_embeddings(gnn, loader, memory, nodes, shape["num_neighbors"])
+            emb = _authors_embeddings(s.gnn, loader, memory, nodes, s.shape["num_neighbors"])
             for role, ids in (("pos_src", src), ("pos_dst", dst), ("neg_src", src), ("neg_dst", neg)):
                 outputs[f"b{b}_{role}"] = np.stack([emb[int(i)] for i in ids])
-            memory.update_state(src, dst, ts.long(), feats[eids])
+            memory.update_state(src, dst, ts.long(), s.feats[eids])
             loader.insert(src, dst)
-    outputs["memory"] = memory.memory.detach().numpy().copy()
-    outputs["last_update"] = memory.last_update.detach().numpy().astype(np.float32)
-    ctor = dict(inputs="trsvd", memory_cell=cell, memory_dim=mdim, embedding_dim=shape["embedding_dim"],
-                time_dim=TIME_DIM, encoder="cosine", num_neighbors=shape["num_neighbors"],
-                num_layers=shape["num_layers"], framelet_levels=2, cheb_degree=1, lambda_max=4.0, dilation=2.0,
-                dropout=0.3, readout="memory", batch_graph="stars", graph_reuse="fresh")
-    proj = SWINIT(num_nodes, graph["edge_feat"], SpectralFit(r, 0.0, projection), **ctor)
-    rules, transforms = swinit_rules(mdim, TIME_DIM, r)
-    mapped = rename({**{f"{k}": v for k, v in memory.state_dict().items()},
-                     **{f"conv.{k}": v for k, v in gnn.conv.state_dict().items()}}, rules, transforms)
-    for i, conv in enumerate(gnn.conv.convs):
-        mapped[f"convs.{i}.theta"] = torch.cat([conv.filter1, conv.filter2, conv.filter3], dim=1).T.detach()
-    mapped["projection"] = projection
-    weights = project_state(proj, mapped)
-    return dict(meta=dict(case=name, kind="swinit",
-                          reference=f"GNN_SWINIT link_prediction_transductive.py test() loop: {memory_source} + "
-                                    "LastNeighborLoader + ufg_global.py Net/get_d_list",
-                          ctor=ctor, options={"rank": r}, tolerance=TOL, documented_difference=None),
-                graph=graph, inputs=inputs, weights=weights, outputs=outputs)
+    return _swinit_fixture(name, s, outputs, "GNN_SWINIT link_prediction_transductive.py test() loop: "
+                           f"{s.memory_source} + LastNeighborLoader + ufg_global.py Net/get_d_list", memory_cell=cell)
 
 
 @case("swinit_authors", "GNN_SWINIT", "swinit")
@@ -994,37 +1013,12 @@ def _swinit_glued(name: str, reuse: bool):
     come from a pre-pass over the same stream with negatives of its own (their pre_train, ~52-109, and train()'s
     `d_list_batch[t_batch]`, ~145), so the scored batches run on graphs built for other negatives; both sides in
     eval mode (the project's reuse is active in training mode: its runner trains with dropout 0, the same
-    function). Memory, loader, Net and stream as `_swinit_authors` (mlp)."""
+    function). Memory, loader, Net and stream: `_swinit_setup` (mlp)."""
     from cus_tgn import LastNeighborLoader
-    from tgn_mlp import IdentityMessage, LastAggregator, TGNMemory
-    from ufg_global import Net, get_d_list
+    from ufg_global import get_d_list
 
-    from timerepro.models.graph.spectral import SpectralFit
-    from timerepro.models.graph.swinit import SWINIT
-
-    shape = SWINIT_SHAPE
-    graph = make_bipartite_graph()
-    inputs = _tgn_batches(graph, n_batches=8)
-    for b in range(8):  # negatives among the items, as the authors draw them (min_dst_idx..max_dst_idx)
-        inputs[f"b{b}_neg_dst"] = np.random.default_rng(28 + b).integers(6, 11, size=5)
-        if reuse:
-            inputs[f"b{b}_prepass_neg_dst"] = np.random.default_rng(48 + b).integers(6, 11, size=5)
-    num_nodes = graph["node_feat"].shape[0]
-    _, _, vt = np.linalg.svd(graph["edge_feat"][graph["edge_ids"][:MEMORY_TRAIN_EDGES]].astype(np.float64))
-    projection = torch.from_numpy(vt[: shape["rank"]].T.astype(np.float32))
-    torch.manual_seed(24)
-    mdim, r = shape["memory_dim"], shape["rank"]
-    memory = TGNMemory(num_nodes, r, mdim, TIME_DIM, IdentityMessage(r, mdim, TIME_DIM), LastAggregator(),
-                       mem_func="mlp")
-    gnn = torch.nn.Module()
-    gnn.conv = Net(mdim, shape["embedding_dim"], shape["embedding_dim"], r=2, Lev=2, num_nodes=num_nodes,
-                   dropout_prob=0.3, num_layers=shape["num_layers"], batch_norm=True)
-    perturb(memory, 25)
-    perturb(gnn, 26)
-    memory.eval()
-    memory.reset_state()
-    gnn.eval()
-    loader = LastNeighborLoader(num_nodes, size=shape["num_neighbors"])
+    s = _swinit_setup("mlp", LastNeighborLoader, prepass=reuse)
+    inputs, memory, loader, num_nodes = s.inputs, s.memory, s.loader, s.num_nodes
     batches = [{k: torch.from_numpy(np.asarray(inputs[f"b{b}_{k}"])) for k in ("src", "dst", "neg_dst", "ts", "edge_ids")}
                for b in range(8)]
     prepass = []
@@ -1035,7 +1029,6 @@ def _swinit_glued(name: str, reuse: bool):
             prepass.append(get_d_list(edge_index, num_nodes))
             loader.insert(bt["src"], bt["dst"])
         loader.reset_state()
-    feats = torch.from_numpy(graph["edge_feat"]) @ projection  # (E + 1, r): x V per edge id
     outputs = {}
     with torch.no_grad():
         for b, bt in enumerate(batches):
@@ -1043,34 +1036,18 @@ def _swinit_glued(name: str, reuse: bool):
             n_id, edge_index, _ = loader(torch.cat([src, dst, neg]).unique())
             z, _ = memory(n_id)
             d_list = prepass[b] if reuse else get_d_list(edge_index, num_nodes)
-            s = torch.zeros(num_nodes, mdim)
-            s[n_id] = z
-            z_full = gnn.conv(s, d_list, n_id)  # (N, d_emb)
+            state = torch.zeros(num_nodes, s.mdim)
+            state[n_id] = z
+            z_full = s.gnn.conv(state, d_list, n_id)  # (N, d_emb)
             for role, ids in (("pos_src", src), ("pos_dst", dst), ("neg_src", src), ("neg_dst", neg)):
                 outputs[f"b{b}_{role}"] = z_full[ids].numpy().copy()
-            memory.update_state(src, dst, bt["ts"].long(), feats[bt["edge_ids"]])
+            memory.update_state(src, dst, bt["ts"].long(), s.feats[bt["edge_ids"]])
             loader.insert(src, dst)
-    outputs["memory"] = memory.memory.detach().numpy().copy()
-    outputs["last_update"] = memory.last_update.detach().numpy().astype(np.float32)
-    ctor = dict(inputs="trsvd", memory_cell="mlp", memory_dim=mdim, embedding_dim=shape["embedding_dim"],
-                time_dim=TIME_DIM, encoder="cosine", num_neighbors=shape["num_neighbors"],
-                num_layers=shape["num_layers"], framelet_levels=2, cheb_degree=1, lambda_max=4.0, dilation=2.0,
-                dropout=0.0 if reuse else 0.3, readout="memory", batch_graph="glued",
-                graph_reuse="prepass" if reuse else "fresh")
-    proj = SWINIT(num_nodes, graph["edge_feat"], SpectralFit(r, 0.0, projection), **ctor)
-    rules, transforms = swinit_rules(mdim, TIME_DIM, r)
-    mapped = rename({**{f"{k}": v for k, v in memory.state_dict().items()},
-                     **{f"conv.{k}": v for k, v in gnn.conv.state_dict().items()}}, rules, transforms)
-    for i, conv in enumerate(gnn.conv.convs):
-        mapped[f"convs.{i}.theta"] = torch.cat([conv.filter1, conv.filter2, conv.filter3], dim=1).T.detach()
-    mapped["projection"] = projection
-    weights = project_state(proj, mapped)
     loop = "train() on pre_train's d_list_batch (eval mode)" if reuse else "test()"
-    return dict(meta=dict(case=name, kind="swinit",
-                          reference=f"GNN_SWINIT link_prediction_transductive.py {loop}: tgn_mlp.py TGNMemory + "
-                                    "cus_tgn.py LastNeighborLoader + ufg_global.py get_d_list/Net on N global rows",
-                          ctor=ctor, options={"rank": r}, tolerance=TOL, documented_difference=None),
-                graph=graph, inputs=inputs, weights=weights, outputs=outputs)
+    return _swinit_fixture(name, s, outputs, f"GNN_SWINIT link_prediction_transductive.py {loop}: tgn_mlp.py "
+                           "TGNMemory + cus_tgn.py LastNeighborLoader + ufg_global.py get_d_list/Net on N global rows",
+                           dropout=0.0 if reuse else 0.3, batch_graph="glued",
+                           graph_reuse="prepass" if reuse else "fresh")
 
 
 @case("swinit_glued_authors", "GNN_SWINIT", "swinit")

@@ -353,6 +353,7 @@ def test_killed_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_resume
         n = len(z["cos_target_0"])
         assert z["sim_layers_0"].shape == (n, n) and 1 <= n <= TINY["max_input_sequence_length"]
         assert np.all(np.abs(z["cos_target_0"]) <= 1 + 1e-6)
+        assert z["u_neighbours_0"].shape == (n, 1) and z["u_neighbours_0"][0, 0] == z["src"][0]  # the node itself first
     d = kill_then_resume(cfg, tmp_path / "b", after=2)
     got = json.loads((d / "metrics.json").read_text())
     assert json.loads((d / "provenance.json").read_text())["resumed_from_epoch"] == 1

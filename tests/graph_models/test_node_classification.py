@@ -58,39 +58,49 @@ def data_root(standin_root):
     return standin_root("wikipedia")
 
 
+def spy_on_the_head(mp: pytest.MonkeyPatch, fit: str) -> dict:
+    """Spies, set with `mp`, on the head's training (`nc.train_head`: the data, the backbone's weights before and
+    after, the model's parameters, their requires_grad and modes) and on its fit function `nc.<fit>` (the parameters
+    it optimises, the head's weights before and after); returns what they see."""
+    seen: dict = {}
+    train_head, fit_head = nc.train_head, getattr(nc, fit)
+
+    def spy_train_head(model, data, config, ctx):
+        seen["data"] = data
+        seen["backbone_before"] = {k: v.clone() for k, v in model.backbone.state_dict().items()}
+        seen["requires_grad"] = [p.requires_grad for p in model.parameters()]
+        seen["training"] = [m.training for m in model.modules()]
+        seen["backbone_params"] = {id(p) for p in model.parameters()}
+        out = train_head(model, data, config, ctx)
+        seen["backbone_after"] = {k: v.clone() for k, v in model.backbone.state_dict().items()}
+        return out
+
+    def spy_fit(model, optimizer, **kw):
+        seen["optimized"] = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        seen["head_before"] = [p.detach().clone() for p in model.parameters()]
+        out = fit_head(model, optimizer, **kw)
+        seen["head_after"] = [p.detach().clone() for p in model.parameters()]
+        return out
+
+    mp.setattr(nc, "train_head", spy_train_head)
+    mp.setattr(nc, fit, spy_fit)
+    return seen
+
+
 @pytest.fixture(scope="module")
 def reference(data_root, tmp_path_factory):
     """One uninterrupted run of BASE with spies on the head's evaluation, its training and `fit`."""
-    seen: dict = {"evals": []}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TIMEREPRO_DATA", str(data_root))
-        evaluate_head, train_head, fit = nc.evaluate_head, nc.train_head, nc.fit
+        seen = spy_on_the_head(mp, "fit")
+        seen["evals"], evaluate_head = [], nc.evaluate_head
 
         def spy_evaluate(head, emb, labels, batch_size):
             out = evaluate_head(head, emb, labels, batch_size)
             seen["evals"].append((np.array(labels), out))
             return out
 
-        def spy_train_head(model, data, config, ctx):
-            seen["data"] = data
-            seen["backbone_before"] = {k: v.clone() for k, v in model.backbone.state_dict().items()}
-            seen["requires_grad"] = [p.requires_grad for p in model.parameters()]
-            seen["training"] = [m.training for m in model.modules()]
-            seen["backbone_params"] = {id(p) for p in model.parameters()}
-            out = train_head(model, data, config, ctx)
-            seen["backbone_after"] = {k: v.clone() for k, v in model.backbone.state_dict().items()}
-            return out
-
-        def spy_fit(model, optimizer, **kw):
-            seen["optimized"] = {id(p) for g in optimizer.param_groups for p in g["params"]}
-            seen["head_before"] = [p.detach().clone() for p in model.parameters()]
-            out = fit(model, optimizer, **kw)
-            seen["head_after"] = [p.detach().clone() for p in model.parameters()]
-            return out
-
         mp.setattr(nc, "evaluate_head", spy_evaluate)
-        mp.setattr(nc, "train_head", spy_train_head)
-        mp.setattr(nc, "fit", spy_fit)
         t0 = time.perf_counter()
         seen["dir"] = runs.execute(make_config(), results=tmp_path_factory.mktemp("ref"), show_progress=False)
         seen["seconds"] = time.perf_counter() - t0
@@ -383,30 +393,15 @@ def test_random_frozen_backbone_and_test_stepped_head(task, tmp_path, monkeypatc
     from timerepro.records import read_effective_config
     from timerepro.tasks.node_classification_stopping import SharedStopper
 
-    seen: dict = {}
-    train_head, fit_stepped = nc.train_head, nc.fit_test_stepped
-
-    def spy_train_head(model, data, config, ctx):
-        seen["data"], seen["before"] = data, {k: v.clone() for k, v in model.backbone.state_dict().items()}
-        seen["backbone_params"] = {id(p) for p in model.parameters()}
-        out = train_head(model, data, config, ctx)
-        seen["after"] = {k: v.clone() for k, v in model.backbone.state_dict().items()}
-        return out
-
-    def spy_fit(head, optimizer, **kw):
-        seen["optimized"] = {id(p) for g in optimizer.param_groups for p in g["params"]}
-        return fit_stepped(head, optimizer, **kw)
-
-    monkeypatch.setattr(nc, "train_head", spy_train_head)
-    monkeypatch.setattr(nc, "fit_test_stepped", spy_fit)
+    seen = spy_on_the_head(monkeypatch, "fit_test_stepped")
     cfg = dm_config()
     d = runs.execute(cfg, results=tmp_path, show_progress=False)
     metrics = json.loads((d / "metrics.json").read_text())
     history = json.loads((d / "history.json").read_text())
     # frozen: the same weights after the head's training, none of them optimised
-    before, after = seen["before"], seen["after"]
+    before, after = seen["backbone_before"], seen["backbone_after"]
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
-    assert not (seen["optimized"] & seen["backbone_params"])
+    assert not (seen["optimized"] & seen["backbone_params"]) and not any(seen["requires_grad"])
     # random: the model as built from the run's seed (no link prediction ran, nothing under backbone/)
     fresh = nc.random_backbone(read_effective_config(d), None, seen["data"])[0].backbone.state_dict()
     assert all(torch.equal(fresh[k], before[k]) for k in before)

@@ -216,6 +216,23 @@ def test_the_case_study_rows_mark_the_targets_positions(tmp_path):
     assert [r["mean"] for r in rows] == [0.0, 1.0, 0.0]
 
 
+@pytest.mark.parametrize("ours_ids, verdict", [([[5], [7], [3], [4]], HOLDS), ([[5], [3], [7], [4]], FAILS)])
+def test_c24_on_the_rows_of_the_probes_records(tmp_path, ours_ids, verdict):
+    """case_study.npz as the probe writes it, u_neighbours (n, P) (DyGFormer in patches of 2) -> Figure 6 (B)'s
+    rows -> C24: DyG-Mamba's peak (position 2) is where u's history holds the target 7, or it is not."""
+    def record(model, cos, ids):
+        (tmp_path / model).mkdir()
+        np.savez(tmp_path / model / "case_study.npz", cos_target_0=np.array(cos), sim_layers_0=np.eye(len(cos)),
+                 src=np.array([5]), dst=np.array([7]), ts=np.array([1.0]), u_neighbours_0=np.array(ids))
+        return {"config": {"model": model, "dataset": "uci", "seed": 0}, "dir": tmp_path / model}
+
+    recs = [record("dyg_mamba", [0.1, 0.9, 0.2, 0.3], ours_ids),
+            record("dygformer", [0.50, 0.52, 0.51], [[5, 3], [7, 4], [2, 0]])]
+    rows = pd.DataFrame(_case_study_rows(recs)).assign(artifact="fig6", data_kind="real", scale="paper")
+    assert rows[(rows["metric"] == "neighbour_is_target") & (rows["row"] == RIVAL)]["mean"].tolist() == [0.0, 1.0, 0.0]
+    assert rs.dm_c24(rows)[0] == verdict
+
+
 # ------------------------------------------------------------------ table rules: the whole table, the stated figures
 
 def test_rank_claims_need_every_dataset_of_the_table():

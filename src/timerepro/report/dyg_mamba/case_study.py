@@ -63,8 +63,10 @@ def _case_study_rows(records: list[dict]) -> list[dict]:
         r = rs[0]
         with np.load(r["dir"] / "case_study.npz") as z:
             cos, sim = z["cos_target_0"], z["sim_layers_0"]
-            # (L,) 1 where u's neighbour at that position is the target v (C24's peak); absent in older records
-            is_target = (z["u_neighbours_0"] == z["dst"][0]).astype(float) if "u_neighbours_0" in z.files else None
+            # (n,) 1 where u's position holds the target v (any of its P ids: a DyGFormer patch); C24 reads it
+            is_target = None
+            if "u_neighbours_0" in z.files:  # (n, P) ids per position; absent in records made before it
+                is_target = (z["u_neighbours_0"] == z["dst"][0]).reshape(len(cos), -1).any(axis=1).astype(float)
             edge = f"{int(z['src'][0])}->{int(z['dst'][0])} at t={float(z['ts'][0]):g}, {dataset_of(r['config'])} seed {r['config']['seed']}"
         label = MODEL_LABELS[model]
         span = float(cos.max() - cos.min())

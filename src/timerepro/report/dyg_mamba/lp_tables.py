@@ -124,30 +124,25 @@ def dm_table2(records: list[dict]) -> list[dict]:
     return rows
 
 
-# Tables 4, 9, 10, 11: (setting, metric) of each table's three negative-sampler blocks
-LP_TABLES = {"dm_table4": ("transductive", "ap"), "dm_table9": ("transductive", "auc"),
-             "dm_table10": ("inductive", "ap"), "dm_table11": ("inductive", "auc")}
-
-
 @aggregator("dm_table4")
 def dm_table4(records: list[dict]) -> list[dict]:
     """Table 4: transductive AP."""
-    return lp_rows(records, *LP_TABLES["dm_table4"], "table4")
+    return lp_rows(records, "transductive", "ap", "table4")
 
 
 @aggregator("dm_table9")
 def dm_table9(records: list[dict]) -> list[dict]:
     """Table 9: transductive AUC-ROC."""
-    return lp_rows(records, *LP_TABLES["dm_table9"], "table9")
+    return lp_rows(records, "transductive", "auc", "table9")
 
 
 @aggregator("dm_table10")
 def dm_table10(records: list[dict]) -> list[dict]:
     """Table 10: inductive AP."""
-    return lp_rows(records, *LP_TABLES["dm_table10"], "table10")
+    return lp_rows(records, "inductive", "ap", "table10")
 
 
 @aggregator("dm_table11")
 def dm_table11(records: list[dict]) -> list[dict]:
     """Table 11: inductive AUC-ROC."""
-    return lp_rows(records, *LP_TABLES["dm_table11"], "table11")
+    return lp_rows(records, "inductive", "auc", "table11")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -25,6 +27,23 @@ def _panels(n: int, width: float = 4.2, height: float = 3.3):
     return fig, axes[0]
 
 
+def _finish(fig, title: str, meta: dict) -> plt.Figure:
+    """The figure's title and the caption (scale, data) under it."""
+    fig.suptitle(title, fontsize=10)
+    stamp(fig, meta)
+    return fig
+
+
+def _figure(keys: list, draw: Callable, title: str, meta: dict, width: float = 4.2) -> plt.Figure:
+    """One panel per key, drawn by `draw(ax, key)`; "not run at this scale" in one panel when there is no key."""
+    fig, axes = _panels(len(keys), width)
+    for ax, key in zip(axes, keys):
+        draw(ax, key)
+    if not keys:
+        _empty(axes[0])
+    return _finish(fig, title, meta)
+
+
 def _bars(ax, sub: pd.DataFrame, groups: list[str], series: list[str]) -> None:
     width = 0.8 / max(1, len(series))
     for k, s in enumerate(series):
@@ -35,13 +54,23 @@ def _bars(ax, sub: pd.DataFrame, groups: list[str], series: list[str]) -> None:
     ax.set_xticklabels(groups, fontsize=8)
 
 
+def _lines(ax, sub: pd.DataFrame, x: type) -> None:
+    """One line per model (row) over the columns read as numbers of type `x`, with the std as error bars."""
+    for model, g in sub.groupby("row"):
+        g = g.assign(x=g["column"].astype(x)).sort_values("x")
+        ax.errorbar(g["x"], g["mean"], yerr=g["std"], marker="o", capsize=2, color=COLORS.get(model), label=model)
+
+
+def _settings(values) -> list[str]:
+    return [s for s in ("transductive", "inductive") if s in set(values)]
+
+
 @renderer("dm_fig1_bars")
 def dm_fig1_bars(df: pd.DataFrame, meta: dict) -> plt.Figure:
     """Figure 1: AP with and without time information per dataset (bars), one panel per setting; p-values noted."""
     ap = df[df["metric"] == "AP_random"]
-    settings = [s for s in ("transductive", "inductive") if s in set(ap["row_group"])]
-    fig, axes = _panels(len(settings), 6.0)
-    for ax, setting in zip(axes, settings):
+
+    def draw(ax, setting):
         sub = ap[ap["row_group"] == setting]
         _bars(ax, sub, sorted(sub["column"].unique()), sorted(sub["row"].unique()))
         p = df[(df["metric"] == "p_value_ttest") & (df["row_group"] == setting) & df["row"].str.endswith("w/o time")]
@@ -49,18 +78,16 @@ def dm_fig1_bars(df: pd.DataFrame, meta: dict) -> plt.Figure:
                                                                          for r in p.itertuples())[:110], fontsize=7)
         ax.set_ylabel("test AP x 100 (random NS)")
         ax.legend(fontsize=6, frameon=False, ncol=2)
-    if not settings:
-        _empty(axes[0])
-    fig.suptitle("Figure 1: with vs without time information (mean ± std over runs)", fontsize=10)
-    stamp(fig, meta)
-    return fig
+
+    title = "Figure 1: with vs without time information (mean ± std over runs)"
+    return _figure(_settings(ap["row_group"]), draw, title, meta, 6.0)
 
 
 @renderer("dm_fig3_cost")
 def dm_fig3_cost(df: pd.DataFrame, meta: dict) -> plt.Figure:
     """Figure 3: time per step and peak memory vs L (log-log), fitted exponents in the legend."""
-    fig, axes = _panels(2)
-    for ax, metric, label in ((axes[0], TIME_STEP, "seconds per training step"), (axes[1], PEAK_MEM, "peak memory (MB)")):
+    def draw(ax, panel):
+        metric, label = panel
         sub = df[(df["metric"] == metric) & (df["column"] != "growth exponent")]
         for model, g in sub.groupby("row"):
             g = g.assign(L=g["column"].astype(int)).sort_values("L")
@@ -72,17 +99,15 @@ def dm_fig3_cost(df: pd.DataFrame, meta: dict) -> plt.Figure:
         ax.set_xlabel("sequence length L")
         ax.set_ylabel(label)
         ax.legend(fontsize=7, frameon=False)
-    fig.suptitle("Figure 3: cost vs sequence length, no patching (this machine)", fontsize=10)
-    stamp(fig, meta)
-    return fig
+
+    return _figure([(TIME_STEP, "seconds per training step"), (PEAK_MEM, "peak memory (MB)")], draw,
+                   "Figure 3: cost vs sequence length, no patching (this machine)", meta)
 
 
 @renderer("dm_bubbles")
 def dm_bubbles_render(df: pd.DataFrame, meta: dict) -> plt.Figure:
     """Figures 4 and 10: x = seconds per epoch, y = AP, bubble area = parameter size, one panel per dataset."""
-    datasets = sorted(df["row_group"].unique())
-    fig, axes = _panels(len(datasets))
-    for ax, ds in zip(axes, datasets):
+    def draw(ax, ds):
         sub = df[df["row_group"] == ds].pivot_table(index="row", columns="metric", values="mean")
         for model, row in sub.iterrows():
             if pd.isna(row.get(TIME_PER_EPOCH)) or pd.isna(row.get("AP_transductive_random")):
@@ -95,30 +120,25 @@ def dm_bubbles_render(df: pd.DataFrame, meta: dict) -> plt.Figure:
         ax.set_title(f"{ds} ({df[df['row_group'] == ds]['column'].iloc[0]})", fontsize=9)
         ax.set_xlabel("training seconds per epoch (this machine)")
         ax.set_ylabel("test AP x 100")
-    if not datasets:
-        _empty(axes[0])
-    fig.suptitle("AP vs training time per epoch; bubble area = trainable parameters (MB)", fontsize=10)
-    stamp(fig, meta)
-    return fig
+
+    return _figure(sorted(df["row_group"].unique()), draw,
+                   "AP vs training time per epoch; bubble area = trainable parameters (MB)", meta)
 
 
 @renderer("dm_ablation_bars")
 def dm_ablation_bars(df: pd.DataFrame, meta: dict) -> plt.Figure:
     """Figures 5 and 11: AP of DyG-Mamba and its three ablations, per dataset, transductive and inductive."""
-    settings = [s for s in ("transductive", "inductive") if s in set(df["row_group"])]
-    fig, axes = _panels(len(settings), 5.0)
     order = [VARIANT_LABELS[v] for v in ABLATION_VARIANTS]
-    for ax, setting in zip(axes, settings):
+
+    def draw(ax, setting):
         sub = df[df["row_group"] == setting]
         _bars(ax, sub, sorted(sub["column"].unique()), [o for o in order if o in set(sub["row"])])
         ax.set_title(setting, fontsize=9)
         ax.set_ylabel("test AP x 100 (random NS)")
         ax.legend(fontsize=7, frameon=False)
-    if not settings:
-        _empty(axes[0])
-    fig.suptitle("Ablations: time-span, selective mechanism, cross-attention", fontsize=10)
-    stamp(fig, meta)
-    return fig
+
+    return _figure(_settings(df["row_group"]), draw, "Ablations: time-span, selective mechanism, cross-attention",
+                   meta, 5.0)
 
 
 @renderer("dm_fig6")
@@ -143,7 +163,7 @@ def dm_fig6_render(df: pd.DataFrame, meta: dict) -> plt.Figure:
         g = g.assign(i=g["column"].astype(int)).sort_values("i")
         axes[1].plot(g["i"], g["mean"], marker="o", color=COLORS.get(model), label=model)
     axes[1].set_title("(B) similarity to the target (normalised)", fontsize=9)
-    axes[1].set_xlabel("position in u's sequence (DyG-Mamba: history then u; DyGFormer: u then history)", fontsize=7)
+    axes[1].set_xlabel("position in u's sequence: u, then its history oldest first (DyGFormer: in patches)", fontsize=7)
     if b.empty:
         _empty(axes[1])
     else:
@@ -161,47 +181,32 @@ def dm_fig6_render(df: pd.DataFrame, meta: dict) -> plt.Figure:
         im = ax.imshow(mat, cmap="viridis", vmin=-1, vmax=1)
         ax.set_title(f"({'C' if model == OURS else 'D'}) {model}: last vs second-last", fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.7)
-    fig.suptitle("Figure 6: average AUC and the case study", fontsize=10)
-    stamp(fig, meta)
-    return fig
+    return _finish(fig, "Figure 6: average AUC and the case study", meta)
 
 
 @renderer("dm_fig7_lines")
 def dm_fig7_lines(df: pd.DataFrame, meta: dict) -> plt.Figure:
     """Figure 7: AP vs sequence length (log2 axis), one line per model."""
-    datasets = sorted(df["row_group"].unique())
-    fig, axes = _panels(len(datasets))
-    for ax, ds in zip(axes, datasets):
-        for model, g in df[df["row_group"] == ds].groupby("row"):
-            g = g.assign(L=g["column"].astype(int)).sort_values("L")
-            ax.errorbar(g["L"], g["mean"], yerr=g["std"], marker="o", capsize=2, color=COLORS.get(model), label=model)
+    def draw(ax, ds):
+        _lines(ax, df[df["row_group"] == ds], int)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequence length")
         ax.set_ylabel("test AP x 100")
         ax.set_title(ds, fontsize=9)
         ax.legend(fontsize=7, frameon=False)
-    if not datasets:
-        _empty(axes[0])
-    fig.suptitle("Figure 7: sensitivity to the sequence length", fontsize=10)
-    stamp(fig, meta)
-    return fig
+
+    return _figure(sorted(df["row_group"].unique()), draw, "Figure 7: sensitivity to the sequence length", meta)
 
 
 @renderer("dm_noise_lines")
 def dm_noise_lines(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Figures 8 and 9: AP vs the ratio of inserted noisy neighbours, one panel per dataset."""
-    datasets = sorted(df["row_group"].unique())
-    fig, axes = _panels(len(datasets))
-    for ax, ds in zip(axes, datasets):
-        for model, g in df[df["row_group"] == ds].groupby("row"):
-            g = g.assign(x=g["column"].astype(float)).sort_values("x")
-            ax.errorbar(g["x"], g["mean"], yerr=g["std"], marker="o", capsize=2, color=COLORS.get(model), label=model)
+    """Figures 8 and 9: AP vs the ratio of noisy neighbours (the authors' replacement by default, docs/dyg_mamba.md M08),
+    one panel per dataset."""
+    def draw(ax, ds):
+        _lines(ax, df[df["row_group"] == ds], float)
         ax.set_xlabel("noise ratio")
         ax.set_ylabel("test AP x 100")
         ax.set_title(ds, fontsize=9)
         ax.legend(fontsize=7, frameon=False)
-    if not datasets:
-        _empty(axes[0])
-    fig.suptitle("Robustness to inserted noisy neighbours (evaluation only)", fontsize=10)
-    stamp(fig, meta)
-    return fig
+
+    return _figure(sorted(df["row_group"].unique()), draw, "Robustness to noisy neighbours (evaluation only)", meta)

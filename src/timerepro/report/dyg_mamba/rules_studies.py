@@ -378,8 +378,9 @@ def dm_c24(df):
     shown = f"spread of the cosine over u's positions: {OURS} {spread[OURS]:.3f}, {RIVAL} {spread[RIVAL]:.3f}"
     hit = read[(read["metric"] == "neighbour_is_target") & (read["row"] == OURS)]
     if hit.empty:
-        return PENDING, ("the case study does not record which of u's positions hold the target (case_study.npz has no "
-                         f"u_neighbours: tasks/probes/case_study.py), so the peak at the target cannot be located ({shown})"), read
+        return PENDING, ("the case study does not say which of u's positions hold the target (its case_study.npz "
+                         "has no u_neighbours: made before tasks/probes/case_study.py recorded them; rerun), so "
+                         f"the peak at the target cannot be located ({shown})"), read
     at = set(hit[hit["mean"] > 0.5]["column"].astype(str))
     if not at:
         return PENDING, f"the target never occurs in u's history of the case-study edge ({shown})", read

@@ -1,11 +1,13 @@
 """Probe `case_study`, dyg_mamba Figure 6 (B-D): for chosen test edges (u, v, t), the cosine similarity between
-the target node's encoding (v's pooled state) and each hidden state of u's last layer, and the similarity
-matrix between u's last-layer and second-last-layer hidden states, for DyG-Mamba and DyGFormer.
+the target node's encoding (v's pooled state, as the model pools it) and each hidden state of u's last layer, and
+the similarity matrix between u's last-layer and second-last-layer hidden states, for DyG-Mamba and DyGFormer.
 
 Edges: the paper's pair (1181 -> 1713 in section 5.2, (1181, 1173) in App. D.4; A10) when present in the
 test split, else the test edges whose source has the longest history (ties: earliest). Written as
-case_study.npz in the run folder: per edge, `cos_target` (L,) and `sim_layers` (L, L) over u's real positions
-in time order (oldest first; the node itself is the last position for DyG-Mamba, the first for DyGFormer).
+case_study.npz in the run folder: per edge j, `cos_target_j` (n,), `sim_layers_j` (n, n) and `u_neighbours_j`
+(n, P): the node ids each of u's n real positions holds (P per position: DyGFormer's patch size, 1 for
+DyG-Mamba), so Figure 6 (B) can mark the positions that hold the target (claim C24). Positions in sequence
+order: the node itself, then its history oldest first (DyG-Mamba's `node_last` layout: the node last).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import torch
 import torch.nn.functional as F
 
 from timerepro.io import atomic_write_bytes
-from timerepro.models.graph.dyg_mamba import masked_mean
 
 PAPER_PAIRS = ((1181, 1713), (1181, 1173))
 
@@ -39,7 +40,7 @@ def choose_edges(data, split, graph, k: int) -> np.ndarray:
 def _dyg_mamba_states(backbone, src, dst, times):
     enc_u, enc_v = backbone.encode_pair(src, dst, times)
     _, h_v = backbone.readout(enc_u, enc_v)
-    return enc_u.layers, enc_u.mask, h_v
+    return enc_u.layers, enc_u.mask, h_v, enc_u.seq.neighbor_ids[:, :, None]  # ids (B, L, 1)
 
 
 def _dygformer_states(backbone, src, dst, times):
@@ -50,19 +51,25 @@ def _dygformer_states(backbone, src, dst, times):
     for layer in backbone.layers:
         x, _ = layer(x)
         layers.append(x)
-    mask_u = torch.from_numpy(eu.seq.neighbor_ids != 0)
-    mask_v = torch.from_numpy(ev.seq.neighbor_ids != 0)
-    return [h[:, :n_u] for h in layers], mask_u, masked_mean(layers[-1][:, n_u:], mask_v)
+    ids_u = eu.seq.neighbor_ids
+    # (B, L) -> (B, L/P, P): the ids of each patch (the sequence's width is a multiple of P)
+    ids_u = ids_u.reshape(ids_u.shape[0], n_u, -1)
+    mask_u = torch.from_numpy((ids_u != 0).any(axis=-1))  # (B, L/P) patches holding a real entry
+    # v's pooled state as the model pools it: the mean over v's patches, padding included (DyGLib)
+    return [h[:, :n_u] for h in layers], mask_u, layers[-1][:, n_u:].mean(dim=1), ids_u
 
 
-# model name -> u's hidden states per layer (each (B, L, w)), u's real-position mask (B, L), v's pooled state (B, w);
-# read through the backbone's own methods, so this module imports no model class (nor its fingerprint)
+# model name -> u's hidden states per layer (each (B, L, w)), u's real-position mask (B, L), v's pooled state (B, w)
+# and the node ids of u's positions (B, L, P); read through the backbone's own methods, so this module imports no
+# model class (nor its fingerprint)
 HIDDEN_STATES = {"dyg_mamba": _dyg_mamba_states, "dygformer": _dygformer_states}
 
 
 @torch.no_grad()
-def hidden_states(model_name: str, backbone, src, dst, times) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
-    """u's hidden states per layer (each (B, L, w)), u's real-position mask (B, L) and v's pooled state (B, w)."""
+def hidden_states(model_name: str, backbone, src, dst, times) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor,
+                                                                          np.ndarray]:
+    """u's hidden states per layer (each (B, L, w)), u's real-position mask (B, L), v's pooled state (B, w) and
+    the node ids of u's positions (B, L, P)."""
     if model_name not in HIDDEN_STATES:
         raise TypeError(f"no case study for model {model_name!r}; known: {sorted(HIDDEN_STATES)}")
     return HIDDEN_STATES[model_name](backbone, src, dst, times)
@@ -79,11 +86,12 @@ def probe(trained, config: dict, ctx) -> dict:
     idx = choose_edges(data, split, graph, int(config["case_study_edges"]))
     arrays: dict[str, np.ndarray] = {"edges": idx, "src": data.src[idx], "dst": data.dst[idx], "ts": data.ts[idx]}
     for j, e in enumerate(idx):
-        layers, mask, target = hidden_states(config["model"], backbone, data.src[[e]], data.dst[[e]], data.ts[[e]])
+        layers, mask, target, ids = hidden_states(config["model"], backbone, data.src[[e]], data.dst[[e]], data.ts[[e]])
         keep = mask[0].cpu().numpy().astype(bool)
         last, prev = layers[-1][0][keep], layers[-2][0][keep]  # (n, w) real positions
         arrays[f"cos_target_{j}"] = F.cosine_similarity(last, target[0].expand_as(last), dim=-1).cpu().numpy()
         arrays[f"sim_layers_{j}"] = F.cosine_similarity(last[:, None, :], prev[None, :, :], dim=-1).cpu().numpy()
+        arrays[f"u_neighbours_{j}"] = np.asarray(ids[0][keep], dtype=np.int64)  # (n, P)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     atomic_write_bytes(ctx.dir / "case_study.npz", buf.getvalue())
