@@ -237,3 +237,18 @@ def test_the_fused_attention_block_is_the_module():
     k, v = layer.project(kv_in, "kv").split(8, dim=-1)
     torch.testing.assert_close(layer.attend_projected(q_in[:, :2], q, k, v, bias), layer(q_in[:, :2], kv_in, pad),
                                **TOL)
+
+
+def test_tcl_training_with_dropout_draws_masks_in_every_attention():
+    """Dropout > 0 in training (the attention weights included, through models.dropout): finite outputs that change
+    from call to call, a gradient on every weight the data reaches."""
+    graph, node, edge = toy(6, zero_edge=True)
+    torch.manual_seed(0)
+    model = TCL(node, edge, time_dim=4, num_neighbors=3, num_layers=2, num_heads=2, dropout=0.5).train()
+    model.set_graph(graph)
+    src, dst, neg, ts = batch()
+    u, v, t = np.concatenate([src, src]), np.concatenate([dst, neg]), np.tile(ts, 2)
+    a, b = (torch.cat(model.pair_embeddings(u, v, t)) for _ in range(2))
+    assert torch.isfinite(a).all() and not torch.allclose(a, b)
+    a.square().sum().backward()
+    assert {n for n, p in model.named_parameters() if p.grad is None} == {"projection.edge.weight"}  # zero table

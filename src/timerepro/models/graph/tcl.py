@@ -32,6 +32,7 @@ from torch import nn
 
 from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import Neighborhood, TemporalNeighbors
+from timerepro.models import dropout as dropout_module
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.dygformer import attend
 from timerepro.models.graph.features import FeatureTable
@@ -104,6 +105,24 @@ class TransformerBlock(nn.Module):
         out = out.transpose(1, 2).reshape(n * lq, dim)
         out = out.view(n, lq, dim) if dense is None else out.index_select(0, dense)
         return self._rest(query, F.linear(out, att.out_proj.weight, att.out_proj.bias))
+
+    def attend_read_out(self, query: torch.Tensor, keys: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
+        """The block for one query position: query (N, d), keys = values (N, L, d) unprojected, key_bias (N, L) ->
+        (N, d). The K and V projections absorbed into the query (TGAT's): q_h . (W_K,h k + b_K,h) = (W_K,h^T q_h) . k
+        + q_h . b_K,h, and sum_j a_j (W_V,h k_j + b_V,h) = W_V,h (sum_j a_j k_j) + b_V,h sum_j a_j, so the L keys
+        are never projected (the same function, float rounding aside)."""
+        att = self.attention
+        n, dim = query.shape
+        heads = att.num_heads
+        w, b = att.in_proj_weight.view(3, heads, dim // heads, dim), att.in_proj_bias.view(3, heads, dim // heads)
+        q = F.linear(query, att.in_proj_weight[:dim], att.in_proj_bias[:dim]).view(n, heads, dim // heads)
+        # (N, H, d_h) -> (N, H, d): W_K,h^T q_h; scores (N, H, L) = that . keys + q_h . b_K,h, scaled, masked
+        scores = (torch.einsum("nhe,hed->nhd", q, w[1]) @ keys.transpose(1, 2) + (q * b[1]).sum(-1, keepdim=True))
+        weights = dropout_module.dropout(torch.softmax(scores * (dim // heads) ** -0.5 + key_bias[:, None, :], dim=-1),
+                                         att.dropout, self.training)  # (N, H, L)
+        # (N, H, L) @ (N, L, d) -> (N, H, d) -> W_V,h per head -> (N, H, d_h) + b_V,h sum_j a_j -> (N, d)
+        out = torch.einsum("nhd,hed->nhe", weights @ keys, w[2]) + b[2] * weights.sum(-1, keepdim=True)
+        return self._rest(query, F.linear(out.reshape(n, dim), att.out_proj.weight, att.out_proj.bias))
 
     def _rest(self, query: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         out = self.norm_attn(query + self.dropout(hidden))
@@ -224,24 +243,28 @@ class TCL(SampledHistory, nn.Module):
         seq, sides = Tokens.of(real, x), Tokens.of(real[mine], x)
         to_sides, mine, other = (self._index(a) for a in (token[mine][real[mine]], mine, other))
         h = x.reshape(-1, dim).index_select(0, seq.dense)  # (T, d): the real tokens
+
+        def across(t: torch.Tensor, first: bool, keys: bool) -> torch.Tensor:
+            """Rows of the pair sides: the query side's (keys=False) or the other side's (keys=True)."""
+            if first:  # S sequences -> 2P pair sides
+                return t.index_select(0, other if keys else mine)
+            return torch.cat([t[p:], t[:p]]) if keys else t  # the 2P sides: the keys of a side are the other half
+
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
             cur = seq if i == 0 else sides
             q, k, v = cur.padded(layer.project(h)).split(dim, dim=-1)  # (N, L, d) each
             h = layer.attend_projected(h, q, k, v, cur.key_bias, cur.dense)  # self-attention
-            if i == last:  # the co-attention queried at the read-out position 0 only (the other k are never read)
-                query = h.index_select(0, cur.first)[:, None]  # (N, 1, d)
-                q, (k, v) = layer.project(query, "q"), cur.padded(layer.project(h, "kv")).split(dim, dim=-1)
-            else:
-                query, (q, k, v) = h, cur.padded(layer.project(h)).split(dim, dim=-1)
-            if i == 0:  # S sequences -> 2P pair sides: u over v, then v over u
-                q, keys = q.index_select(0, mine), seq.key_bias.index_select(0, other)
-                k, v = k.index_select(0, other), v.index_select(0, other)
-                query = query.index_select(0, mine if i == last else to_sides)
-            else:  # the keys of a side are the other half
-                k, v, keys = (torch.cat([t[p:], t[:p]]) for t in (k, v, sides.key_bias))
-            h = layer.attend_projected(query, q, k, v, keys, None if i == last else sides.dense)
-        return self.output(h[:, 0])  # the node's own position, (2P, d)
+            # co-attention, u-sides over their v-side, then v-sides over their u-side
+            if i == last:  # queried at the read-out position 0 only: the other k are never read
+                query, keys = h.index_select(0, cur.first), cur.padded(h)  # (N, d), (N, L, d)
+                h = layer.attend_read_out(across(query, i == 0, False), across(keys, i == 0, True),
+                                          across(cur.key_bias, i == 0, True))
+                return self.output(h)  # the node's own position, (2P, d)
+            q, k, v = cur.padded(layer.project(h)).split(dim, dim=-1)
+            query = h.index_select(0, to_sides) if i == 0 else h  # (T_sides, d)
+            h = layer.attend_projected(query, across(q, i == 0, False), across(k, i == 0, True), across(v, i == 0, True),
+                                       across(cur.key_bias, i == 0, True), sides.dense)
 
 
 def build(config: dict, data, split, train_graph) -> TCL:
