@@ -126,7 +126,7 @@ class TransformerBlock(nn.Module):
 
     def _rest(self, query: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         out = self.norm_attn(query + self.dropout(hidden))
-        return self.norm_ffn(out + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(out))))))
+        return self.norm_ffn(out + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(out), inplace=True)))))
 
 
 class Tokens(NamedTuple):
