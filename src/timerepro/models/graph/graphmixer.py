@@ -26,7 +26,7 @@ from torch import nn
 from timerepro.encoders import make_encoder
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.features import FeatureTable
-from timerepro.models.graph.neighbor_attention import distinct_queries
+from timerepro.models.graph.queries import distinct_queries
 from timerepro.models.graph.tcl import SAMPLING, SampledHistory
 
 MASK_VALUE = -1e10  # DyGLib: finite, so a node without neighbours gets uniform (zero-feature) weights

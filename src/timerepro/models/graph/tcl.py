@@ -36,7 +36,7 @@ from timerepro.models import dropout as dropout_module
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.dygformer import attend
 from timerepro.models.graph.features import FeatureTable
-from timerepro.models.graph.neighbor_attention import distinct_queries
+from timerepro.models.graph.queries import distinct_queries
 
 SAMPLING = ("recent", "uniform")
 
