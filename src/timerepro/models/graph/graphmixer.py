@@ -8,6 +8,12 @@ expansion 4, GELU, pre-LN, residuals), then the mean over the k tokens.
 Node encoder (`time_gap`): the node's `time_gap` sampled neighbours' node features, averaged as DyGLib does
 (softmax weights over the real neighbours, then a mean over all time_gap rows, i.e. their sum / time_gap),
 plus the node's own features. Output: Linear([link encoding ; node encoding]) -> d_node.
+
+Speed (docs/graph_speed.md, exact): with `recent` sampling a query's embedding depends on nothing else in the call
+(`queries_independent`: the task embeds a batch's 4B endpoints in one call) and each distinct (node, time) is
+embedded once (the sources shared by the positives and the negatives); an all-zero edge table drops out of the
+input projection (only the time columns of its weight are used) and an all-zero node table makes the node encoder
+0 without retrieving the time_gap neighbours (uniform sampling still draws them: the stream stays DyGLib's).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from torch import nn
 from timerepro.encoders import make_encoder
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.features import FeatureTable
+from timerepro.models.graph.queries import distinct_queries
 from timerepro.models.graph.tcl import SAMPLING, SampledHistory
 
 MASK_VALUE = -1e10  # DyGLib: finite, so a node without neighbours gets uniform (zero-feature) weights
@@ -69,7 +76,8 @@ class GraphMixer(SampledHistory, nn.Module):
         self.node_feat = FeatureTable(node_feat)
         self.edge_feat = FeatureTable(edge_feat)
         self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
-        self.node_feat_is_zero = self.node_feat.all_zero  # the node encoder's neighbour term is then 0
+        # all-zero tables: the node encoder is then 0, the edge part of the input projection drops out (exactly)
+        self.node_feat_is_zero, self.edge_feat_zero = self.node_feat.all_zero, self.edge_feat.all_zero
         if self.edge_dim < 1:
             raise ValueError("GraphMixer's channels are the edge feature columns: a dataset without edge features "
                              "needs them zero-padded (timerepro.data.ctdg.load_processed pads to 172)")
@@ -85,33 +93,56 @@ class GraphMixer(SampledHistory, nn.Module):
     def out_dim(self) -> int:
         return self.node_dim
 
+    @property
+    def queries_independent(self) -> bool:
+        """True when a (node, time) query's embedding does not depend on the other queries of the call (no random
+        draws): the task may then embed a batch's 4B endpoints in one call (`backbone.NodeEmbedder`)."""
+        return self.sampling == "recent"
+
     def _index(self, ids: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.node_feat.device)
 
     def embed(self, nodes: np.ndarray, times: np.ndarray) -> torch.Tensor:
-        """(B,) nodes at (B,) times -> (B, d_node)."""
+        """(B,) nodes at (B,) times -> (B, d_node); with `recent` sampling each distinct (node, time) once."""
+        nodes, times = np.asarray(nodes, dtype=np.int64), np.asarray(times, dtype=np.float64)
+        if not self.queries_independent:
+            return self._embed(nodes, times)
+        q_nodes, q_times, rows = distinct_queries(nodes, times)
+        h = self._embed(q_nodes, q_times)  # (Q, d_node), in order of first appearance
+        return h if len(q_nodes) == len(nodes) else h.index_select(0, self._index(rows))
+
+    def _links(self, edge_ids: np.ndarray, phi: torch.Tensor) -> torch.Tensor:
+        """(B, k) edge ids, (B, k, d_T) time features -> (B, k, d_edge): Linear([x_e ; phi]); an all-zero edge table
+        leaves W_T phi + b (its columns of W multiply zeros)."""
+        if self.edge_feat_zero:
+            return F.linear(phi, self.projection.weight[:, self.edge_dim:], self.projection.bias)
+        return self.projection(torch.cat([self.edge_feat[self._index(edge_ids)], phi], dim=-1))
+
+    def _embed(self, nodes: np.ndarray, times: np.ndarray) -> torch.Tensor:
         device = self.node_feat.device
         # link encoder: (B, k) left-padded interactions
         hood = self._sample(nodes, times, self.num_neighbors)
         dt = torch.from_numpy(times[:, None] - hood.times.astype(np.float64)).float().to(device)  # (B, k)
         phi = self.time_encoder(dt) * torch.from_numpy(hood.neighbor_ids != 0).to(device).unsqueeze(-1)  # (B, k, d_T)
-        x = self.projection(torch.cat([self.edge_feat[self._index(hood.edge_ids)], phi], dim=-1))  # (B, k, d_edge)
+        x = self._links(hood.edge_ids, phi)  # (B, k, d_edge)
         for mixer in self.mixers:
             x = mixer(x)
         link = x.mean(dim=1)  # (B, d_edge)
         # node encoder: the time_gap sampled neighbours' features, DyGLib's softmax-then-mean average
-        gap = self._sample(nodes, times, self.time_gap).neighbor_ids  # (B, time_gap)
-        scores = torch.softmax(torch.from_numpy(np.where(gap > 0, 1.0, MASK_VALUE)).float().to(device), dim=1)
-        node = self._neighbour_mean(gap, scores) + self.node_feat[self._index(nodes)]
+        if self.node_feat_is_zero:  # exactly 0; uniform sampling still draws the neighbours (DyGLib's stream)
+            if self.sampling != "recent":
+                self._sample(nodes, times, self.time_gap)
+            node = self.node_feat.values.new_zeros(len(nodes), self.node_dim)
+        else:
+            gap = self._sample(nodes, times, self.time_gap).neighbor_ids  # (B, time_gap)
+            scores = torch.softmax(torch.from_numpy(np.where(gap > 0, 1.0, MASK_VALUE)).float().to(device), dim=1)
+            node = self._neighbour_mean(gap, scores) + self.node_feat[self._index(nodes)]
         return self.output(torch.cat([link, node], dim=-1))
 
     def _neighbour_mean(self, gap: np.ndarray, scores: torch.Tensor) -> torch.Tensor:
         """mean_j scores[b, j] node_feat[gap[b, j]] -> (B, d_node), DyGLib's (B, time_gap, d_node) product and mean
-        computed without materialising time_gap feature rows per query (2000 x 172 on UCI): exactly 0 for an
-        all-zero node table (most of DyGLib's datasets); else the weights summed per distinct node, (B, U) @ (U,
-        d_node), the same sum grouped by node (float rounding only)."""
-        if self.node_feat_is_zero:
-            return self.node_feat.values.new_zeros(len(gap), self.node_dim)
+        computed without materialising time_gap feature rows per query (2000 x 172 on UCI): the weights summed
+        per distinct node, (B, U) @ (U, d_node), the same sum grouped by node (float rounding only)."""
         uniq, inverse = np.unique(gap, return_inverse=True)
         # (B, time_gap) scores summed into (B, U): row b, column of node gap[b, j] gets scores[b, j]
         weights = torch.zeros(len(gap), len(uniq), dtype=scores.dtype, device=scores.device)
@@ -119,9 +150,13 @@ class GraphMixer(SampledHistory, nn.Module):
         return (weights @ self.node_feat[self._index(uniq)]) / gap.shape[1]  # (B, U) @ (U, d_node)
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         times = np.asarray(times, dtype=np.float64)
+        if self.queries_independent:  # one call: a node at a time shared by both sides once
+            h = self.embed(np.concatenate([src, dst]), np.tile(times, 2))
+            return h[:len(src)], h[len(src):]
         # DyGLib's order of the draws: the source's k and time_gap, then the destination's
-        return (self.embed(np.asarray(src, dtype=np.int64), times), self.embed(np.asarray(dst, dtype=np.int64), times))
+        return self._embed(src, times), self._embed(dst, times)
 
 
 def build(config: dict, data, split, train_graph) -> GraphMixer:

@@ -20,7 +20,7 @@ from timerepro.data.ctdg import CTDGData, LinkSplit
 from timerepro.encoders import standardization_stats
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.dropout import Dropout
-from timerepro.models.graph.backbone import TemporalBackbone
+from timerepro.models.graph.backbone import TemporalBackbone, to_device
 from timerepro.models.graph.message_memory import MessageMemory
 
 
@@ -43,22 +43,28 @@ class JODIE(MessageMemory, TemporalBackbone):
         self.shift_stats = (src_mean, src_std, dst_mean, dst_std)
         self._register_memory()
 
+    @property
+    def pairs_independent(self) -> bool:
+        """A pair's embeddings are memory reads (no neighbours, no random draws): the task may score a batch's
+        positives and negatives in one call (`LinkPredictionModel.score`)."""
+        return True
+
     def project(self, memory: torch.Tensor, dt: torch.Tensor) -> torch.Tensor:
         """(B, d_mem) memories, (B,) standardized time shifts -> (B, d_mem) Dropout((1 + w dt) * s)."""
         return self.dropout(memory * (1 + self.projection(dt.unsqueeze(-1))))
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both endpoints of B candidate edges at their times: two (B, d_mem); reads the memory, never changes it."""
+        """Both endpoints of B candidate edges at their times: two (B, d_mem); reads the memory, never changes it.
+        Each distinct node's pending message is committed once (the memory does not depend on the query time)."""
         src = np.asarray(src, dtype=np.int64)
         n = len(src)
-        ids = self._index(np.concatenate([src, np.asarray(dst, dtype=np.int64)]))  # (2B,)
-        t = torch.from_numpy(np.tile(np.asarray(times, dtype=np.float64), 2)).to(self.device)  # (2B,)
-        src_mean, src_std, dst_mean, dst_std = self.shift_stats
-        # (2B,) shifts in float64, float32 after standardizing by role (sources first)
-        dt = t - self._last_update_of(ids)
-        mean = torch.tensor([src_mean] * n + [dst_mean] * n, dtype=torch.float64, device=self.device)
-        std = torch.tensor([src_std] * n + [dst_std] * n, dtype=torch.float64, device=self.device)
-        h = self.project(self._memory_of(ids), ((dt - mean) / std).float())  # (2B, d_mem)
+        nodes, rows = np.unique(np.concatenate([src, np.asarray(dst, dtype=np.int64)]), return_inverse=True)
+        ids, rows, t = to_device(self.device, nodes, rows.reshape(-1), np.tile(np.asarray(times, dtype=np.float64), 2))
+        # (2B, 2) mean and std of each row's role (sources first); (2B,) shifts in float64, float32 after standardizing
+        stats = torch.tensor(self.shift_stats, dtype=torch.float64, device=self.device).view(2, 2).repeat_interleave(n, 0)
+        dt = t - self._last_update_of(ids).index_select(0, rows)
+        memory = self._memory_of(ids).index_select(0, rows)  # (U, d_mem) -> (2B, d_mem)
+        h = self.project(memory, ((dt - stats[:, 0]) / stats[:, 1]).float())  # (2B, d_mem)
         return h[:n], h[n:]
 
 

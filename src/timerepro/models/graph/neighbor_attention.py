@@ -40,6 +40,7 @@ from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import DETERMINISTIC, TemporalBackbone, to_device
 from timerepro.models.graph.layers import MergeLayer
 from timerepro.models.graph.position_index import check_position_index, distinct_time_index
+from timerepro.models.graph.queries import distinct_queries
 
 MASK_VALUE = -1e10  # DyGLib/TGAT: finite, so a row with no valid neighbour still has a softmax
 TIME_INPUTS = ("time", "position")
@@ -109,18 +110,6 @@ def recency_ranks(times: np.ndarray) -> np.ndarray:
     ranks = np.empty_like(order)
     np.put_along_axis(ranks, order, np.broadcast_to(np.arange(1, times.shape[1] + 1), times.shape), axis=1)
     return ranks
-
-
-def distinct_queries(nodes: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(n,) queries -> the distinct (node, time) pairs in order of first appearance, and (n,) the position
-    of each query among them (so a prefix of distinct queries keeps its positions)."""
-    pairs = np.stack([nodes.astype(np.int64), np.ascontiguousarray(times, dtype=np.float64).view(np.int64)], axis=1)
-    _, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    keep = first[order]
-    return nodes[keep], times[keep], rank[inverse.reshape(-1)]
 
 
 class NeighborAttentionBackbone(TemporalBackbone):

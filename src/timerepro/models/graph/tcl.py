@@ -11,9 +11,19 @@ keys masked. The embedding is the output at the node's own position (0), through
 
 DyGLib's `TransformerEncoder` is reused for both attentions, so one layer's weights serve the self- and the
 co-attention (as in DyGLib). Neighbour retrieval is strictly before t, so no interaction at or after t is seen.
+
+Speed (docs/graph_speed.md; exact, in training with dropout exact in distribution): with `recent` sampling the
+pairs of a call are independent (`pairs_independent`: the task scores positives and negatives in one call) and
+each distinct (node, time) sequence goes through the first self-attention once (a source shared by its positive
+and its negative pair); each sequence is projected to Q, K, V once per layer (one product serves its co-attention
+as query and as key); every per-token operation runs on the real tokens only (a padding position is a masked key
+everywhere and never read out); an all-zero node or edge table contributes its projection's bias only; the last
+co-attention is queried at the read-out position only.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -22,8 +32,11 @@ from torch import nn
 
 from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import Neighborhood, TemporalNeighbors
+from timerepro.models import dropout as dropout_module
 from timerepro.models.dropout import Dropout
+from timerepro.models.graph.dygformer import attend
 from timerepro.models.graph.features import FeatureTable
+from timerepro.models.graph.queries import distinct_queries
 
 SAMPLING = ("recent", "uniform")
 
@@ -51,7 +64,10 @@ class SampledHistory:
 
 
 class TransformerBlock(nn.Module):
-    """DyGLib's TransformerEncoder: LN(q + Drop(MHA(q, k, v))), then LN(. + Drop(W2 Drop(ReLU(W1 .)))) (FFN 4d)."""
+    """DyGLib's TransformerEncoder: LN(q + Drop(MHA(q, k, v))), then LN(. + Drop(W2 Drop(ReLU(W1 .)))) (FFN 4d).
+
+    `forward` is the block as DyGLib calls it (`nn.MultiheadAttention` on the padded sequences); TCL's pair pass
+    calls `project` and `attend_projected`, the same function with each sequence's Q, K, V computed once."""
 
     def __init__(self, dim: int, num_heads: int, dropout: float):
         super().__init__()
@@ -65,8 +81,75 @@ class TransformerBlock(nn.Module):
     def forward(self, query: torch.Tensor, key: torch.Tensor, key_padding: torch.Tensor) -> torch.Tensor:
         """query (B, Lq, d), key = value (B, Lk, d), key_padding (B, Lk) bool True = padding -> (B, Lq, d)."""
         hidden, _ = self.attention(query, key, key, key_padding_mask=key_padding, need_weights=False)
+        return self._rest(query, hidden)
+
+    def project(self, h: torch.Tensor, part: str = "qkv") -> torch.Tensor:
+        """(..., d) tokens -> their input projections (the module's own parameters): (..., 3d) for "qkv", (..., d) for
+        "q", (..., 2d) for "kv"."""
+        att, dim = self.attention, h.shape[-1]
+        rows = {"qkv": slice(None), "q": slice(None, dim), "kv": slice(dim, None)}[part]
+        return F.linear(h, att.in_proj_weight[rows], att.in_proj_bias[rows])
+
+    def attend_projected(self, query: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                         key_bias: torch.Tensor, dense: torch.Tensor | None = None) -> torch.Tensor:
+        """The block on projected inputs: q (N, Lq, d), keys k and values v (N, Lk, d), key_bias (N, Lk) 0 or -inf
+        (padding: the mask `nn.MultiheadAttention` builds); `dense` (T,): the flat (N * Lq) positions of the queries
+        kept, `query` their residual input (T, d) -> (T, d); None: every query, query (N, Lq, d) -> (N, Lq, d)."""
+        att = self.attention
+        n, lq, dim = q.shape
+        heads = att.num_heads
+        # (N, L, d) -> (N, H, L, d_h)
+        q, k, v = (t.reshape(n, t.shape[1], heads, dim // heads).transpose(1, 2) for t in (q, k, v))
+        out = attend(q, k, v, key_bias.to(q.dtype)[:, None, None, :], False, att.dropout, self.training)
+        # heads concatenated: (N, H, Lq, d_h) -> (N * Lq, d) -> the kept queries -> output projection
+        out = out.transpose(1, 2).reshape(n * lq, dim)
+        out = out.view(n, lq, dim) if dense is None else out.index_select(0, dense)
+        return self._rest(query, F.linear(out, att.out_proj.weight, att.out_proj.bias))
+
+    def attend_read_out(self, query: torch.Tensor, keys: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
+        """The block for one query position: query (N, d), keys = values (N, L, d) unprojected, key_bias (N, L) ->
+        (N, d). The K and V projections absorbed into the query (TGAT's): q_h . (W_K,h k + b_K,h) = (W_K,h^T q_h) . k
+        + q_h . b_K,h, and sum_j a_j (W_V,h k_j + b_V,h) = W_V,h (sum_j a_j k_j) + b_V,h sum_j a_j, so the L keys
+        are never projected (the same function, float rounding aside)."""
+        att = self.attention
+        n, dim = query.shape
+        heads = att.num_heads
+        w, b = att.in_proj_weight.view(3, heads, dim // heads, dim), att.in_proj_bias.view(3, heads, dim // heads)
+        q = F.linear(query, att.in_proj_weight[:dim], att.in_proj_bias[:dim]).view(n, heads, dim // heads)
+        # (N, H, d_h) -> (N, H, d): W_K,h^T q_h; scores (N, H, L) = that . keys + q_h . b_K,h, scaled, masked
+        scores = (torch.einsum("nhe,hed->nhd", q, w[1]) @ keys.transpose(1, 2) + (q * b[1]).sum(-1, keepdim=True))
+        weights = dropout_module.dropout(torch.softmax(scores * (dim // heads) ** -0.5 + key_bias[:, None, :], dim=-1),
+                                         att.dropout, self.training)  # (N, H, L)
+        # (N, H, L) @ (N, L, d) -> (N, H, d) -> W_V,h per head -> (N, H, d_h) + b_V,h sum_j a_j -> (N, d)
+        out = torch.einsum("nhd,hed->nhe", weights @ keys, w[2]) + b[2] * weights.sum(-1, keepdim=True)
+        return self._rest(query, F.linear(out.reshape(n, dim), att.out_proj.weight, att.out_proj.bias))
+
+    def _rest(self, query: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         out = self.norm_attn(query + self.dropout(hidden))
-        return self.norm_ffn(out + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(out))))))
+        return self.norm_ffn(out + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(out), inplace=True)))))
+
+
+class Tokens(NamedTuple):
+    """The real (non-padding) tokens of N sequences of length L: `dense` (T,) their positions in the flat (N * L)
+    layout (row-major: the packed order), `first` (N,) the packed index of each row's position 0 (the node itself,
+    never padding), `key_bias` (N, L) 0 or -inf on padding (the key mask nn.MultiheadAttention builds)."""
+
+    dense: torch.Tensor
+    first: torch.Tensor
+    key_bias: torch.Tensor
+
+    @classmethod
+    def of(cls, real: np.ndarray, like: torch.Tensor) -> "Tokens":
+        counts = real.sum(axis=1).astype(np.int64)
+        dense, first = (torch.from_numpy(a).to(like.device) for a in (np.flatnonzero(real), np.cumsum(counts) - counts))
+        key_bias = torch.zeros(real.shape, dtype=like.dtype, device=like.device).masked_fill_(
+            torch.from_numpy(~real).to(like.device), float("-inf"))
+        return cls(dense, first, key_bias)
+
+    def padded(self, t: torch.Tensor) -> torch.Tensor:
+        """Packed (T, c) -> (N, L, c), zeros at padding."""
+        n, length = self.key_bias.shape
+        return t.new_zeros(n * length, t.shape[-1]).index_copy(0, self.dense, t).view(n, length, -1)
 
 
 class TCL(SampledHistory, nn.Module):
@@ -85,6 +168,8 @@ class TCL(SampledHistory, nn.Module):
         self.node_dim, self.edge_dim = self.node_feat.shape[1], self.edge_feat.shape[1]
         if self.node_dim < 1:
             raise ValueError("TCL's width is the node feature width: node features must have >= 1 column")
+        # an all-zero table's projection is its bias, exactly (most DyGLib datasets' nodes; UCI's edges too)
+        self.node_feat_zero, self.edge_feat_zero = self.node_feat.all_zero, self.edge_feat.all_zero
         self.num_neighbors, self.sampling = num_neighbors, sampling
         self.time_mean, self.time_std = float(time_mean), float(time_std)
         self.time_encoder = make_encoder(encoder, time_dim, mean=time_mean, std=time_std)
@@ -99,11 +184,21 @@ class TCL(SampledHistory, nn.Module):
     def out_dim(self) -> int:
         return self.node_dim
 
+    @property
+    def pairs_independent(self) -> bool:
+        """True when a pair's embeddings do not depend on the other pairs of the call (no random draws): the task
+        may then score a batch's positives and negatives in one call (`LinkPredictionModel.score`)."""
+        return self.sampling == "recent"
+
     def _index(self, ids: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.node_feat.device)
 
-    def sequence(self, nodes: np.ndarray, times: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, k + 1, d_node) inputs [self, k neighbours] and (B, k + 1) padding mask (True = padding)."""
+    def _projected(self, part: str, table: FeatureTable, zero: bool, ids: np.ndarray) -> torch.Tensor:
+        """(B, L) ids -> (B, L, d_node) projected rows, or (d_node,) the bias alone for an all-zero table (W 0 + b = b)."""
+        return self.projection[part].bias if zero else self.projection[part](table[self._index(ids)])
+
+    def _inputs(self, nodes: np.ndarray, times: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
+        """(B, k + 1, d_node) inputs [self, k neighbours] and the host (B, k + 1) mask of real tokens (not padding)."""
         hood = self._sample(nodes, times, self.num_neighbors)
         # (B, 1 + k): the node itself first, at time t with the padding edge
         ids = np.concatenate([nodes[:, None], hood.neighbor_ids], axis=1)
@@ -111,25 +206,65 @@ class TCL(SampledHistory, nn.Module):
         ts = np.concatenate([times[:, None], hood.times.astype(np.float64)], axis=1)
         dt = torch.from_numpy(times[:, None] - ts).float().to(self.node_feat.device)  # (B, 1 + k)
         depth = self.depth_embedding(torch.arange(ids.shape[1], device=dt.device))  # (1 + k, d_node)
-        x = (self.projection["node"](self.node_feat[self._index(ids)]) + self.projection["edge"](self.edge_feat[self._index(eids)])
-             + self.projection["time"](self.time_encoder(dt)) + depth)  # (B, 1 + k, d_node)
-        return x, torch.from_numpy(ids == 0).to(dt.device)
+        # DyGLib's order of the sum: node + edge + time + depth, (B, 1 + k, d_node)
+        x = (self._projected("node", self.node_feat, self.node_feat_zero, ids)
+             + self._projected("edge", self.edge_feat, self.edge_feat_zero, eids)
+             + self.projection["time"](self.time_encoder(dt)) + depth)
+        return x, ids != 0
+
+    def sequence(self, nodes: np.ndarray, times: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, k + 1, d_node) inputs [self, k neighbours] and (B, k + 1) padding mask (True = padding)."""
+        x, real = self._inputs(nodes, times)
+        return x, torch.from_numpy(~real).to(x.device)
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         times = np.asarray(times, dtype=np.float64)
-        # DyGLib's order of the draws (uniform sampling): the source's k, then the destination's
-        x_u, pad_u = self.sequence(src, times)
-        x_v, pad_v = self.sequence(dst, times)
+        n = len(src)
+        if self.pairs_independent:  # each distinct (node, time) sequence once
+            nodes, q_times, rows = distinct_queries(np.concatenate([src, dst]), np.tile(times, 2))
+            x, real = self._inputs(nodes, q_times)
+        else:  # DyGLib's order of the draws (uniform sampling): the sources' k, then the destinations'
+            (x_u, real_u), (x_v, real_v) = self._inputs(src, times), self._inputs(dst, times)
+            x, real, rows = torch.cat([x_u, x_v]), np.concatenate([real_u, real_v]), np.arange(2 * n)
+        h = self.encode_pairs(x, real, rows[:n], rows[n:])  # (2B, d_node)
+        return h[:n], h[n:]
+
+    def encode_pairs(self, x: torch.Tensor, real: np.ndarray, u: np.ndarray, v: np.ndarray) -> torch.Tensor:
+        """S sequences x (S, L, d), their real tokens (S, L) (host), pairs (u[p], v[p]) of rows -> (2P, d): the
+        read-outs of the u-sides, then of the v-sides. DyGLib's layers (self-attention on each side, then co-attention
+        across the pair) on the real tokens only: a padding position is a masked key in every attention and never
+        read out, so its own outputs are never used. The first self-attention runs once per sequence; from the first
+        co-attention on, the 2P pair sides are the sequences (u-sides, then v-sides: a side's keys are the other half)."""
+        p, dim = len(u), x.shape[-1]
+        mine, other = np.concatenate([u, v]), np.concatenate([v, u])  # (2P,) rows: the query side, the key side
+        token = np.full(real.shape, -1)
+        token[real] = np.arange(int(real.sum()))  # (S, L): index of each real token among the S sequences' tokens
+        seq, sides = Tokens.of(real, x), Tokens.of(real[mine], x)
+        to_sides, mine, other = (self._index(a) for a in (token[mine][real[mine]], mine, other))
+        h = x.reshape(-1, dim).index_select(0, seq.dense)  # (T, d): the real tokens
+
+        def across(t: torch.Tensor, first: bool, keys: bool) -> torch.Tensor:
+            """Rows of the pair sides: the query side's (keys=False) or the other side's (keys=True)."""
+            if first:  # S sequences -> 2P pair sides
+                return t.index_select(0, other if keys else mine)
+            return torch.cat([t[p:], t[:p]]) if keys else t  # the 2P sides: the keys of a side are the other half
+
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
-            x_u, x_v = layer(x_u, x_u, pad_u), layer(x_v, x_v, pad_v)  # self-attention
-            # co-attention across the pair; in the last layer only the read-out position 0 is queried: a block acts
-            # on each query position alone (attention over the keys, then per-token LN and FFN), so (B, 1, d) of
-            # queries give DyGLib's position-0 outputs exactly and the other k positions are never read
-            q_u, q_v = (x_u[:, :1], x_v[:, :1]) if i == last else (x_u, x_v)
-            x_u, x_v = layer(q_u, x_v, pad_v), layer(q_v, x_u, pad_u)
-        return self.output(x_u[:, 0]), self.output(x_v[:, 0])  # the node's own position
+            cur = seq if i == 0 else sides
+            q, k, v = cur.padded(layer.project(h)).split(dim, dim=-1)  # (N, L, d) each
+            h = layer.attend_projected(h, q, k, v, cur.key_bias, cur.dense)  # self-attention
+            # co-attention, u-sides over their v-side, then v-sides over their u-side
+            if i == last:  # queried at the read-out position 0 only: the other k are never read
+                query, keys = h.index_select(0, cur.first), cur.padded(h)  # (N, d), (N, L, d)
+                h = layer.attend_read_out(across(query, i == 0, False), across(keys, i == 0, True),
+                                          across(cur.key_bias, i == 0, True))
+                return self.output(h)  # the node's own position, (2P, d)
+            q, k, v = cur.padded(layer.project(h)).split(dim, dim=-1)
+            query = h.index_select(0, to_sides) if i == 0 else h  # (T_sides, d)
+            h = layer.attend_projected(query, across(q, i == 0, False), across(k, i == 0, True), across(v, i == 0, True),
+                                       across(cur.key_bias, i == 0, True), sides.dense)
 
 
 def build(config: dict, data, split, train_graph) -> TCL:

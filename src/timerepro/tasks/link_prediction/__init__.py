@@ -22,9 +22,12 @@ builder `build(config, data, split, train_graph) -> module` returns a module wit
 `pair_embeddings(src, dst, times) -> (h_src, h_dst)`, `set_graph(neighbors, rng)` and `out_dim`.
 Optional, compatible extensions of that contract:
 * `embed(nodes, times)` and `queries_independent` (`backbone.NodeEmbedder`): a backbone whose embedding
-  of a (node, time) query does not depend on the other queries (TGAT, TGN with `recent` sampling) has a
+  of a (node, time) query does not depend on the other queries (TGAT, TGN, GraphMixer with `recent` sampling) has a
   batch's 4B endpoint queries embedded in one call, so the sources shared by the positives and the
   random negatives (and any repeat) are embedded once (`LinkPredictionModel.score`);
+* `pairs_independent`: a backbone whose embeddings of a pair do not depend on the other pairs of the call (TCL
+  with `recent` sampling, JODIE) gets a batch's positives and negatives as one call of 2B pairs and shares what
+  they share itself (a source's sequence or memory);
 * a state that evolves with the stream (TGN's memory) is a `memory.StreamState`, which the loops call
   explicitly through `stream_state(backbone)` (a no-op for backbones without one): reset at the start of
   every training epoch, observe each batch after it is scored, detach after each optimizer step, backup

@@ -35,8 +35,15 @@ class LinkPredictionModel(nn.Module):
         A backbone with independent queries embeds the 4B endpoints in one call (each distinct
         (node, time) once: the sources the random negatives share with the positives, repeats); others
         are called as DyGLib calls them, positives then negatives. A backbone whose batch graph spans the whole
-        batch (`embeds_whole_batch`: SWINIT's glued graph, as its authors' code) is called once per batch too."""
+        batch (`embeds_whole_batch`: SWINIT's glued graph, as its authors' code) is called once per batch too. A backbone
+        whose pairs are independent (`pairs_independent`: TCL, JODIE) gets the 2B pairs in one call and shares what
+        they share itself."""
         bb = self.backbone
+        if getattr(bb, "pairs_independent", False):
+            n = len(src)
+            logits = self(np.concatenate([src, neg_src]), np.concatenate([dst, neg_dst]),
+                          np.tile(np.asarray(times, dtype=np.float64), 2))  # (2B,)
+            return logits[:n], logits[n:]
         whole = getattr(bb, "embeds_whole_batch", False)
         if not (isinstance(bb, NodeEmbedder) and (bb.queries_independent or whole)):
             return self(src, dst, times), self(neg_src, neg_dst, times)
