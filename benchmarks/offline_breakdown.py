@@ -93,9 +93,19 @@ def _history(directory: Path) -> list[dict]:
     return json.loads(path.read_text()) if path.is_file() else []
 
 
+NESTED = ("backbone",)  # runs a task trains inside its own (node classification's link-prediction backbone)
+
+
+def history_seconds(directory: Path) -> tuple[float, float]:
+    """(training, validation) seconds of a run's history and of the nested runs' histories in its folder."""
+    rows = [h for d in (directory, *(directory / n for n in NESTED)) for h in _history(d)]
+    return sum(float(h.get("epoch_time_s") or 0.0) for h in rows), sum(float(h.get("val_time_s") or 0.0) for h in rows)
+
+
 def run_times(reg, scale: str, results: Path, only: set[str] | None = None) -> dict[str, dict]:
     """Per job of `scale` with records (of `only` these jobs when given): its runs' wall, training and validation
-    seconds (seeds trained as one stacked model counted once)."""
+    seconds. Seeds trained as one stacked model share one wall clock (its largest) and record each their share of
+    every stacked epoch (summed)."""
     out = {}
     for job in reg.jobs(scale):
         if only is not None and job.job_id not in only:
@@ -103,15 +113,10 @@ def run_times(reg, scale: str, results: Path, only: set[str] | None = None) -> d
         recs = [r for r in (load_record(run_dir(run.config, results)) for run in job.runs) if r is not None]
         if not recs:
             continue
-        per_run = []
-        for r in recs:
-            history = _history(r["dir"])
-            per_run.append((float(r["provenance"].get("wall_time_s") or 0.0),
-                            sum(float(h.get("epoch_time_s") or 0.0) for h in history),
-                            sum(float(h.get("val_time_s") or 0.0) for h in history)))
-        combine = max if all(STACKED in str(r["provenance"].get("trained_with", "")) for r in recs) else sum
-        wall, train, val = (combine(x[i] for x in per_run) for i in range(3))
-        out[job.job_id] = {"runs": len(recs), "wall": wall, "train": train, "val": val}
+        walls = [float(r["provenance"].get("wall_time_s") or 0.0) for r in recs]
+        train, val = (sum(x) for x in zip(*(history_seconds(r["dir"]) for r in recs)))
+        stacked = all(STACKED in str(r["provenance"].get("trained_with", "")) for r in recs)
+        out[job.job_id] = {"runs": len(recs), "wall": max(walls) if stacked else sum(walls), "train": train, "val": val}
     return out
 
 
