@@ -19,6 +19,8 @@ protocol of `timerepro.tpp.likelihood`: `encode(time_seqs, type_seqs[, attention
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
@@ -125,7 +127,9 @@ def run(config: dict, ctx) -> dict:
                  mid_epoch=True)
 
     thinning = ThinningConfig(**{k: config[k] for k in THINNING_KEYS})
+    t_test = time.perf_counter()
     te = evaluate(model, test, batch_size=batch, thinning=thinning, seed=seed, num_samples=n_int)
+    timing = {"test_time_s": round(time.perf_counter() - t_test, 4)}  # provenance: the thinning predictions
     selected = result.selected()  # the dev pass that chose the restored weights (`validate`): read, not run again
     val_ll = (selected["val_loglike_per_event"] if selected is not None
               else evaluate(model, dev, batch_size=batch, thinning=None, num_samples=n_int)["loglike_per_event"])
@@ -149,4 +153,5 @@ def run(config: dict, ctx) -> dict:
         "data": {**info, "num_event_types": K, "n_train": len(train), "n_train_available": len(data.splits["train"]),
                  "n_val": len(dev), "n_test": len(test), "train_events": int(train.lengths.sum())},
         "resumed_from_epoch": result.resumed_from_epoch,
+        "timing": timing,
     }

@@ -3,6 +3,8 @@ sampler, the probes the config asks for, and what the run records (the package d
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -116,6 +118,7 @@ def run(config: dict, ctx) -> dict:
     metrics: dict = {}
     evaluated: dict = {}
     state.backup_state("val_end")  # the best state has seen the validation edges
+    t_test = time.perf_counter()
     selected = selection_pass(result, monitor_part, monitor_negatives, len(val_idx))
     for strategy in eval_negatives:
         samplers = monitor_samplers if strategy == monitor_negatives else dyglib_eval_samplers(data, split, strategy)
@@ -135,7 +138,9 @@ def run(config: dict, ctx) -> dict:
     # the probes the config asks for (attention maps, noise, case study), on the selected model
     trained = Trained(model, data, split, full_graph,
                       evaluate=lambda idx, sampler, graph, size: evaluate(model, data, idx, sampler, graph, size, amp))
+    t_probes = time.perf_counter()
     metrics.update(run_probes(trained, config, ctx))
+    timing = {"test_time_s": round(t_probes - t_test, 4), "probe_time_s": round(time.perf_counter() - t_probes, 4)}
 
     epoch_times = [row["epoch_time_s"] for row in result.history]
     metrics.update({
@@ -159,5 +164,6 @@ def run(config: dict, ctx) -> dict:
                  "n_new_node_val": int(split.new_node_val.sum()), "n_new_node_test": int(split.new_node_test.sum()),
                  "evaluated_edges": evaluated},
         "resumed_from_epoch": result.resumed_from_epoch,
+        "timing": timing,  # provenance: where the run's time after training went
     }
 
