@@ -27,6 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 # what a run measures rather than computes: left out of the comparison
 MEASURED = {"epoch_time_s", "val_time_s", "train_time_s", "embedding_time_s", "peak_rss_mb", "peak_gpu_memory_mb"}
+MEASURED |= {f"backbone_{k}" for k in MEASURED}  # node classification records its backbone's with this prefix
 COMPARED_JSON = ("metrics.json", "history.json", "backbone/metrics.json", "backbone/history.json")
 UNCOMPARED = {"config.json", "effective_config.json", "provenance.json", "checkpoint.pt", "backbone/backbone.pt",
               *COMPARED_JSON}  # configs are the input; provenance holds the code fingerprint and clock
