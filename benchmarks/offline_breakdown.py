@@ -2,8 +2,8 @@
 data preparation, training, validation, test evaluation, evaluation probes, the rest of each run, aggregation and
 notebooks.
 
-Read from what a run leaves: the run records (provenance `wall_time_s`, `test_time_s`, `probe_time_s`; history
-`epoch_time_s`/`train_time_s`/`val_time_s`, a node-classification run's backbone history with its own),
+Read from what a run leaves: the run records (provenance `wall_time_s`, `train_time_s`, `test_time_s`, `probe_time_s`;
+history `epoch_time_s`/`val_time_s`, a node-classification run's backbone history with its own),
 the training processes' timing files (`results/logs/jobs/<paper>/<batch>.<code>.timing.json`, written by
 `timerepro run-job --timing`), Snakemake's metadata (`.snakemake/metadata`: start and end of every step) and,
 when the run was started through `measure`, Snakemake's own CPU seconds. Works on a results folder of any scale.
@@ -123,10 +123,12 @@ def run_times(reg, scale: str, results: Path, only: set[str] | None = None) -> d
             continue
         walls = [float(r["provenance"].get("wall_time_s") or 0.0) for r in recs]
         train, val = (sum(x) for x in zip(*(history_seconds(r["dir"]) for r in recs)))
-        test, probes = (sum(float(r["provenance"].get(k) or 0.0) for r in recs) for k in ("test_time_s", "probe_time_s"))
+        # phases a task timed itself (a loop without per-epoch rows: periodic_classification's train_time_s)
+        extra, test, probes = (sum(float(r["provenance"].get(k) or 0.0) for r in recs)
+                               for k in ("train_time_s", "test_time_s", "probe_time_s"))
         stacked = all(STACKED in str(r["provenance"].get("trained_with", "")) for r in recs)
-        out[job.job_id] = {"runs": len(recs), "wall": max(walls) if stacked else sum(walls), "train": train, "val": val,
-                           "test": test, "probes": probes, "label": f"{job.paper}/{job.runs[0].experiment}"}
+        out[job.job_id] = {"runs": len(recs), "wall": max(walls) if stacked else sum(walls), "train": train + extra,
+                           "val": val, "test": test, "probes": probes, "label": f"{job.paper}/{job.runs[0].experiment}"}
     return out
 
 
