@@ -38,7 +38,7 @@ SCHEDULING, STARTUP, DATA = ("scheduling (Snakemake's own process)", "process st
                              "data preparation")
 TRAINING, VALIDATION = "training (epochs)", "validation (per epoch)"
 TEST, PROBES = "test evaluation (after training: provenance test_time_s)", "evaluation probes (provenance probe_time_s)"
-REST = "rest of each run (data loading, model, checkpoints, evaluation not timed)"
+REST = "rest of each run (data, model, checkpoints, untimed evaluation)"
 BOOKKEEPING, AGGREGATION, NOTEBOOKS = ("job bookkeeping (records, provenance, marker)", "aggregation, claims, report",
                                        "notebooks")
 ORDER = (SCHEDULING, STARTUP, DATA, TRAINING, VALIDATION, TEST, PROBES, REST, BOOKKEEPING, AGGREGATION, NOTEBOOKS)
