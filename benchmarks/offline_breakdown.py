@@ -1,7 +1,9 @@
 """Where a pipeline run's time goes (issue 27): Snakemake's own process, the start-up of every job's process,
-data preparation, training, validation, the rest of each run, aggregation and notebooks.
+data preparation, training, validation, test evaluation, evaluation probes, the rest of each run, aggregation and
+notebooks.
 
-Read from what a run leaves: the run records (provenance `wall_time_s`, history `epoch_time_s`/`val_time_s`),
+Read from what a run leaves: the run records (provenance `wall_time_s`, `train_time_s`, `test_time_s`, `probe_time_s`;
+history `epoch_time_s`/`val_time_s`, a node-classification run's backbone history with its own),
 the training processes' timing files (`results/logs/jobs/<paper>/<batch>.<code>.timing.json`, written by
 `timerepro run-job --timing`), Snakemake's metadata (`.snakemake/metadata`: start and end of every step) and,
 when the run was started through `measure`, Snakemake's own CPU seconds. Works on a results folder of any scale.
@@ -10,6 +12,7 @@ Timing is only meaningful on an otherwise idle machine.
     python benchmarks/offline_breakdown.py measure -- snakemake --profile local     # the run, with Snakemake's CPU
     python benchmarks/offline_breakdown.py report                                    # results/ at params/run.yaml's scale
     python benchmarks/offline_breakdown.py report --results DIR --scale smoke
+    python benchmarks/offline_breakdown.py report --experiments 20               # and the 20 experiments with most rest
     python benchmarks/offline_breakdown.py startup --repeat 5   # one process's start-up, x the jobs of each scale
 """
 
@@ -31,12 +34,17 @@ from timerepro.records import load_record, run_dir
 
 PROCESS_FILE = ("logs", "snakemake_process.json")  # under the results folder, written by `measure`
 STACKED = "stacked ensemble"  # provenance `trained_with` of seeds trained as one model (wall time shared)
-STEPS = {"prepare_dataset": "data preparation", "prepare_standin": "data preparation", "aggregate": "aggregation, claims, report",
-         "claims": "aggregation, claims, report", "report": "aggregation, claims, report", "notebook": "notebooks"}
-ORDER = ("scheduling (Snakemake's own process)", "process start-up (Python, torch, params/, fingerprints)",
-         "data preparation", "training (epochs)", "validation (per epoch)",
-         "rest of each run (data loading, model, test evaluation, probes)", "job bookkeeping (records, provenance, marker)",
-         "aggregation, claims, report", "notebooks")
+SCHEDULING, STARTUP, DATA = ("scheduling (Snakemake's own process)", "process start-up (Python, torch, params/, fingerprints)",
+                             "data preparation")
+TRAINING, VALIDATION = "training (epochs)", "validation (per epoch)"
+TEST, PROBES = "test evaluation (after training: provenance test_time_s)", "evaluation probes (provenance probe_time_s)"
+REST = "rest of each run (data, model, checkpoints, untimed evaluation)"
+BOOKKEEPING, AGGREGATION, NOTEBOOKS = ("job bookkeeping (records, provenance, marker)", "aggregation, claims, report",
+                                       "notebooks")
+ORDER = (SCHEDULING, STARTUP, DATA, TRAINING, VALIDATION, TEST, PROBES, REST, BOOKKEEPING, AGGREGATION, NOTEBOOKS)
+STEPS = {"prepare_dataset": DATA, "prepare_standin": DATA, "aggregate": AGGREGATION, "claims": AGGREGATION,
+         "report": AGGREGATION, "notebook": NOTEBOOKS}
+PARTS = ("wall", "train", "val", "test", "probes")  # what run_times sums per job
 
 
 # ---- measure --------------------------------------------------------------------------------------------------
@@ -93,9 +101,19 @@ def _history(directory: Path) -> list[dict]:
     return json.loads(path.read_text()) if path.is_file() else []
 
 
+NESTED = ("backbone",)  # runs a task trains inside its own (node classification's link-prediction backbone)
+
+
+def history_seconds(directory: Path) -> tuple[float, float]:
+    """(training, validation) seconds of a run's history and of the nested runs' histories in its folder."""
+    rows = [h for d in (directory, *(directory / n for n in NESTED)) for h in _history(d)]
+    return sum(float(h.get("epoch_time_s") or 0.0) for h in rows), sum(float(h.get("val_time_s") or 0.0) for h in rows)
+
+
 def run_times(reg, scale: str, results: Path, only: set[str] | None = None) -> dict[str, dict]:
     """Per job of `scale` with records (of `only` these jobs when given): its runs' wall, training and validation
-    seconds (seeds trained as one stacked model counted once)."""
+    seconds. Seeds trained as one stacked model share one wall clock (its largest) and record each their share of
+    every stacked epoch (summed)."""
     out = {}
     for job in reg.jobs(scale):
         if only is not None and job.job_id not in only:
@@ -103,15 +121,14 @@ def run_times(reg, scale: str, results: Path, only: set[str] | None = None) -> d
         recs = [r for r in (load_record(run_dir(run.config, results)) for run in job.runs) if r is not None]
         if not recs:
             continue
-        per_run = []
-        for r in recs:
-            history = _history(r["dir"])
-            per_run.append((float(r["provenance"].get("wall_time_s") or 0.0),
-                            sum(float(h.get("epoch_time_s") or 0.0) for h in history),
-                            sum(float(h.get("val_time_s") or 0.0) for h in history)))
-        combine = max if all(STACKED in str(r["provenance"].get("trained_with", "")) for r in recs) else sum
-        wall, train, val = (combine(x[i] for x in per_run) for i in range(3))
-        out[job.job_id] = {"runs": len(recs), "wall": wall, "train": train, "val": val}
+        walls = [float(r["provenance"].get("wall_time_s") or 0.0) for r in recs]
+        train, val = (sum(x) for x in zip(*(history_seconds(r["dir"]) for r in recs)))
+        # phases a task timed itself (a loop without per-epoch rows: periodic_classification's train_time_s)
+        extra, test, probes = (sum(float(r["provenance"].get(k) or 0.0) for r in recs)
+                               for k in ("train_time_s", "test_time_s", "probe_time_s"))
+        stacked = all(STACKED in str(r["provenance"].get("trained_with", "")) for r in recs)
+        out[job.job_id] = {"runs": len(recs), "wall": max(walls) if stacked else sum(walls), "train": train + extra,
+                           "val": val, "test": test, "probes": probes, "label": f"{job.paper}/{job.runs[0].experiment}"}
     return out
 
 
@@ -130,29 +147,28 @@ def breakdown(reg, scale: str, results: Path, metadata: Path, data: Path | None 
     for t in timings:  # the processes themselves say where their time went
         ran = sum(j["end"] - j["start"] for j in t["jobs"])
         start = t["process_start"] or t["main_start"]
-        cat[ORDER[1]] += t["ready"] - start
-        cat[ORDER[6]] += (t["end"] - t["ready"]) - ran
-    in_runs = {"wall": 0.0, "train": 0.0, "val": 0.0}
-    for r in runs.values():
-        for k in in_runs:
-            in_runs[k] += r[k]
-    cat[ORDER[3]] += in_runs["train"]
-    cat[ORDER[4]] += in_runs["val"]
-    cat[ORDER[5]] += in_runs["wall"] - in_runs["train"] - in_runs["val"]
+        cat[STARTUP] += t["ready"] - start
+        cat[BOOKKEEPING] += (t["end"] - t["ready"]) - ran
+    in_runs = {k: sum(r[k] for r in runs.values()) for k in PARTS}
+    cat[TRAINING] += in_runs["train"]
+    cat[VALIDATION] += in_runs["val"]
+    cat[TEST] += in_runs["test"]
+    cat[PROBES] += in_runs["probes"]
+    cat[REST] += in_runs["wall"] - sum(in_runs[k] for k in PARTS[1:])
     train_wall = sum(s["end"] - s["start"] for s in train_steps)
     if timings:  # the jobs' own clocks say how long a run took; what else their processes did is bookkeeping
         ran = sum(j["end"] - j["start"] for t in timings for j in t["jobs"])
-        cat[ORDER[6]] += ran - in_runs["wall"]
+        cat[BOOKKEEPING] += ran - in_runs["wall"]
     else:  # results of code that wrote no timing: all of a job's process beyond its runs counts as start-up
-        cat[ORDER[1]] += train_wall - in_runs["wall"]
+        cat[STARTUP] += train_wall - in_runs["wall"]
     process = results.joinpath(*PROCESS_FILE)
     measured = json.loads(process.read_text()) if process.is_file() else None
     if measured:
-        cat[ORDER[0]] = measured["snakemake_cpu_s"]
+        cat[SCHEDULING] = measured["snakemake_cpu_s"]
     span = (max(s["end"] for s in steps) - min(s["start"] for s in steps)) if steps else 0.0
     return {"seconds": cat, "elapsed_s": measured["elapsed_s"] if measured else span, "measured": measured,
             "processes": {"train": len(train_steps) or len(timings), "other": len(steps) - len(train_steps)},
-            "runs": sum(r["runs"] for r in runs.values()), "train_wall_s": train_wall}
+            "runs": sum(r["runs"] for r in runs.values()), "train_wall_s": train_wall, "jobs": runs}
 
 
 def print_breakdown(b: dict, cores: int, file=sys.stdout) -> None:
@@ -169,6 +185,21 @@ def print_breakdown(b: dict, cores: int, file=sys.stdout) -> None:
     rest = budget - sum(b["seconds"].values())
     print(f"{'cores idle or unaccounted (waits between steps, other processes)':68s} {rest / 60:8.1f} "
           f"{100 * rest / budget if budget else 0:5.1f}%", file=file)
+
+
+def print_experiments(b: dict, top: int, file=sys.stdout) -> None:
+    """Per experiment, the `top` largest by the rest of their runs: runs and seconds of wall, epochs, validation,
+    test evaluation, probes and rest (the figures of `run_times`, summed over the experiment's jobs)."""
+    rows: dict[str, dict] = {}
+    for job in b["jobs"].values():
+        row = rows.setdefault(job["label"], dict.fromkeys(("runs", *PARTS), 0.0))
+        for k in ("runs", *PARTS):
+            row[k] += job[k]
+    for row in rows.values():
+        row["rest"] = row["wall"] - sum(row[k] for k in PARTS[1:])
+    print(f"{'experiment':44s} {'runs':>5s} " + " ".join(f"{k:>8s}" for k in (*PARTS, "rest")) + "  (seconds)", file=file)
+    for name, row in sorted(rows.items(), key=lambda kv: -kv[1]["rest"])[:top]:
+        print(f"{name:44s} {int(row['runs']):5d} " + " ".join(f"{row[k]:8.1f}" for k in (*PARTS, "rest")), file=file)
 
 
 # ---- startup --------------------------------------------------------------------------------------------------
@@ -228,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", help="default: params/run.yaml")
     p.add_argument("--snakemake-dir", type=Path, default=project_root() / ".snakemake")
     p.add_argument("--cores", type=int, help="default: the measured run's, else this machine's")
+    p.add_argument("--experiments", type=int, default=0, metavar="N", help="also the N experiments with the most rest")
     p = sub.add_parser("startup", help="time one job process's start-up, and its cost over every scale's processes")
     p.add_argument("--results", type=Path, help="a results folder with a complete job (its no-op run-job is timed)")
     p.add_argument("--scale", help="that job's scale (default: params/run.yaml)")
@@ -246,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     data = (args.data_dir or project_root() / "data").resolve()
     b = breakdown(reg, args.scale or reg.default_scale(), results, args.snakemake_dir / "metadata", data)
     print_breakdown(b, args.cores or (b["measured"] or {}).get("cores") or os.cpu_count())
+    if args.experiments:
+        print_experiments(b, args.experiments)
     return 0
 
 

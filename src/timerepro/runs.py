@@ -153,11 +153,13 @@ def _open(config: dict, results: Path | None, device: str, show_progress: bool,
 
 
 def _close(ctx: RunContext, outcome: dict, wall: float, extra: dict | None = None) -> Path:
-    """Provenance, then metrics.json (last: marks the run complete); drop the checkpoint."""
+    """Provenance (with the task's `timing` of its phases, seconds), then metrics.json (last: marks the run
+    complete); drop the checkpoint."""
     config = ctx.config
     prov = provenance.collect(device=ctx.device, seed=int(config["seed"]), data=outcome.get("data", {}), wall_time_s=wall,
                               memory=ctx.memory, code=ctx.fingerprint.as_record() if ctx.fingerprint else None,
-                              extra={"resumed_from_epoch": outcome.get("resumed_from_epoch"), **(extra or {})})
+                              extra={"resumed_from_epoch": outcome.get("resumed_from_epoch"),
+                                     **outcome.get("timing", {}), **(extra or {})})
     atomic_write_json(ctx.dir / "provenance.json", prov)
     metrics = {"run_id": config["run_id"], "paper": config["paper"], "experiment": config["experiment"],
                **outcome["metrics"]}

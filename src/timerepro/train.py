@@ -155,6 +155,11 @@ class FitResult:
     epochs_run: int = 0
     resumed_from_epoch: int | None = None
 
+    def selected(self) -> dict | None:
+        """The history row of the epoch whose weights `fit` restored (None: no epoch validated). Its `val_*` figures
+        are what validating the returned model computes again, so a task reads them instead of rerunning that pass."""
+        return next((row for row in self.history if row["epoch"] == self.best_epoch), None)
+
 
 def fit(
     model: torch.nn.Module,

@@ -133,7 +133,10 @@ def run(config: dict, ctx) -> dict:
 
     result = fit(model, opt, train_epoch=train_epoch, validate=validate, monitor="loss", mode="min",
                  max_epochs=int(config["max_epochs"]), patience=int(config["patience"]), ctx=ctx, mid_epoch=True)
-    test, val = evaluate(model, xte, yte), evaluate(model, xva, yva)
+    test = evaluate(model, xte, yte)
+    selected = result.selected()  # the validation pass that chose the restored weights: read, not run again
+    val = ({"mse": selected["val_loss"], "mae": selected["val_mae"]} if selected is not None
+           else evaluate(model, xva, yva))
     return {
         "metrics": {
             "test_mse": test["mse"], "test_mae": test["mae"], "val_mse": val["mse"], "val_mae": val["mae"],

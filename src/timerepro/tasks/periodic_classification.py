@@ -17,6 +17,7 @@ weight; the pre-activation over every day (Figure 3) and every sine's (w_i, a_i)
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import torch
@@ -75,6 +76,7 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
     resumed = start - 1 if start else None
     epochs = range(start, int(config["max_epochs"]))
     bar = ctxs[0].progress(epochs, desc=f"{len(configs)} seeds", total=int(config["max_epochs"]), initial=start)
+    t0 = time.perf_counter()
     rows = torch.arange(len(configs)).unsqueeze(1)  # (S, 1): gathers each member's own batch
     for epoch in bar:
         order = (torch.stack([torch.randperm(tau.shape[1], generator=g) for g in gens]) if batch < tau.shape[1]
@@ -92,11 +94,12 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
         if (epoch + 1) % CHECKPOINT_EVERY == 0 or (stopping.requested() and not last):  # a stop: at this step
             _checkpoint(ctxs, params, opt, gens, epoch, history)
         stop_after_epoch(epoch, last, ctxs[0])
+    timing = {"train_time_s": round((time.perf_counter() - t0) / len(configs), 4)}  # provenance: each member's share
     with torch.no_grad():
         for i, (c, ctx, d) in enumerate(zip(configs, ctxs, data)):
             final = {k: v[i].detach().clone() for k, v in params.items()}
             ctx.write_history([{"epoch": h["epoch"], "train_loss": h["train_loss"][i]} for h in history])
-            finish(i, {**_outcome(c, ctx, d, base, initial[i], final), "resumed_from_epoch": resumed})
+            finish(i, {**_outcome(c, ctx, d, base, initial[i], final), "resumed_from_epoch": resumed, "timing": timing})
 
 
 def _checkpoint(ctxs, params, opt, gens, epoch: int, history: list[dict]) -> None:

@@ -19,6 +19,8 @@ protocol of `timerepro.tpp.likelihood`: `encode(time_seqs, type_seqs[, attention
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
@@ -125,8 +127,12 @@ def run(config: dict, ctx) -> dict:
                  mid_epoch=True)
 
     thinning = ThinningConfig(**{k: config[k] for k in THINNING_KEYS})
+    t_test = time.perf_counter()
     te = evaluate(model, test, batch_size=batch, thinning=thinning, seed=seed, num_samples=n_int)
-    va = evaluate(model, dev, batch_size=batch, thinning=None, num_samples=n_int)
+    timing = {"test_time_s": round(time.perf_counter() - t_test, 4)}  # provenance: the thinning predictions
+    selected = result.selected()  # the dev pass that chose the restored weights (`validate`): read, not run again
+    val_ll = (selected["val_loglike_per_event"] if selected is not None
+              else evaluate(model, dev, batch_size=batch, thinning=None, num_samples=n_int)["loglike_per_event"])
     curves = kernel_curves(model, train, K, int(config["kernel_grid_points"]))
     if curves is not None:  # phi_initial: the same seed's kernels before training, on the same dt grid
         ctx.write_artifact("kernels.json", curves | {"phi_initial": initial["phi"]})
@@ -138,7 +144,7 @@ def run(config: dict, ctx) -> dict:
             "test_error_rate": te["error_rate"],
             "test_acc": te["acc"],
             "test_n_events": te["n_events"],
-            "val_loglike_per_event": va["loglike_per_event"],
+            "val_loglike_per_event": val_ll,
             "best_epoch": result.best_epoch,
             "epochs_run": result.epochs_run,
             "epoch_time_s": float(np.mean(epoch_times)) if epoch_times else None,
@@ -147,4 +153,5 @@ def run(config: dict, ctx) -> dict:
         "data": {**info, "num_event_types": K, "n_train": len(train), "n_train_available": len(data.splits["train"]),
                  "n_val": len(dev), "n_test": len(test), "train_events": int(train.lengths.sum())},
         "resumed_from_epoch": result.resumed_from_epoch,
+        "timing": timing,
     }

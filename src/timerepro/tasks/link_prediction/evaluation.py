@@ -68,3 +68,13 @@ def evaluate(model: LinkPredictionModel, data: CTDGData, idx: np.ndarray, sample
     return {"ap": m["average_precision"], "auc": m["roc_auc"], "ap_whole": m["average_precision_whole"],
             "auc_whole": m["roc_auc_whole"], "loss": F.binary_cross_entropy(probs, labels).item(),
             "n_edges": int(len(idx))}
+
+
+def selection_pass(result, part: str, negatives: str, n_edges: int) -> dict:
+    """{(part, negatives): figures} of the validation pass that selected the model (`FitResult.selected`): the final
+    evaluation of that part would run it again on the same weights, stream state (the selected epoch's `train_end`),
+    sampler, neighbour stream and batches, so to the same numbers. Empty when no epoch was validated (EdgeBank)."""
+    row = result.selected()
+    if row is None:
+        return {}
+    return {(part, negatives): {**{k: row[f"val_{k}"] for k in METRIC_KEYS}, "n_edges": int(n_edges)}}
