@@ -60,10 +60,12 @@ START = 30000
 MODELS = tuple(REFERENCE)
 HEAVY = ("cawn", "dyg_mamba")  # minutes per process on one starved core: fewer seeds (--heavy-seeds)
 SOURCE = {"dyg_mamba": "DyG-Mamba authors (selective_scan_ref)"}  # else DyGLib
-# references not measured yet, with the reason (printed as rows of the table)
+# references not measured, with the reason (printed as rows of the table)
 NOT_MEASURED = {
-    "time_lstm": ("TimeLSTM authors", "DarryO/time_lstm (82115a8) is Theano 0.9 + Lasagne on Python 2 (cPickle, "
-                  "unroll_scan): neither runs beside torch 2 on Python 3, and its authors published no port"),
+    "time_lstm": ("TimeLSTM authors", "DarryO/time_lstm (82115a8, the code time2vec ran) is Python 2 "
+                  "(utils.py: cPickle) on Theano 0.9 + Lasagne 0.2.dev1 (CUDA 8 / cuDNN 5): no Theano runs on "
+                  "Python 3.11 with NumPy 2 beside torch; its authors published no port (third-party ports, "
+                  "e.g. JavierPerez21/TimeRNNs, are not the code the paper ran)"),
 }
 
 

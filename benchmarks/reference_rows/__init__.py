@@ -40,6 +40,7 @@ def add_arguments(parser) -> None:
                         help="non-DyGLib reference rows to measure (default: every family whose inputs are given)")
     for key, help_ in OPTIONS.items():
         parser.add_argument(f"--{key.replace('_', '-')}", default="", help=help_)
+    parser.add_argument("--max-gb", type=float, default=8.0, help="address-space limit of each process of these rows")
 
 
 def paths_of(args) -> dict:
@@ -58,7 +59,7 @@ def child(args, env: dict, name: str, impl: str, model: str, seed: int) -> dict:
     fam = family(name)
     python = getattr(args, fam.PYTHON) if fam.PYTHON else sys.executable
     cmd = [python, str(HERE / "measure.py"), name, impl, model, str(seed), "--batches", str(args.batches),
-           "--threads", str(args.threads), "--paths", json.dumps(paths_of(args))]
+           "--threads", str(args.threads), "--max-gb", str(args.max_gb), "--paths", json.dumps(paths_of(args))]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
     except subprocess.TimeoutExpired:

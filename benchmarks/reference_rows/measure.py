@@ -26,7 +26,11 @@ def main(argv=None) -> None:
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--paths", default="{}", help="JSON: option -> reference checkout")
+    parser.add_argument("--max-gb", type=float, default=8.0, help="address-space limit: an allocation past it fails "
+                        "in this process (reported) instead of starving the machine")
     args = parser.parse_args(argv)
+    limit = int(args.max_gb * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import numpy as np
     import torch
 

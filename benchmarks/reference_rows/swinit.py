@@ -314,7 +314,7 @@ class Authors:
         loss.backward()
         self.opt.step()
         self.memory.detach()
-        return float(loss) / 2  # their loss sums the positives' and the negatives' means
+        return loss.item() / 2  # their loss sums the positives' and the negatives' means
 
     def _eval_pass(self, evals: list[slice], d_lists: list | None) -> tuple[float, list, list, list]:
         """pre_test (d_lists None: operators built per batch and returned) or test() on the given operators."""
@@ -337,7 +337,8 @@ class Authors:
         return (len(evals) - 1) / (time.perf_counter() - t0), built, pos, neg
 
     def evaluate(self, evals: list[slice]) -> dict:
-        self.start(False)  # memory.eval() flushes the message store (their test() begins so)
+        with self.torch.no_grad():  # their test() is a no_grad function that begins with memory.eval(): a flush
+            self.start(False)
         memory, loader = copy.deepcopy(self.memory), copy.deepcopy(self.loader)
         build_bps, d_lists, _, _ = self._eval_pass(evals, None)  # their first evaluation: pre_test
         self.memory, self.loader = memory, loader
