@@ -40,11 +40,12 @@ def add_arguments(parser) -> None:
                         help="non-DyGLib reference rows to measure (default: every family whose inputs are given)")
     for key, help_ in OPTIONS.items():
         parser.add_argument(f"--{key.replace('_', '-')}", default="", help=help_)
+    parser.add_argument("--row-models", nargs="*", default=[], help="only these rows of the families (default: all)")
     parser.add_argument("--max-gb", type=float, default=8.0, help="address-space limit of each process of these rows")
 
 
 def paths_of(args) -> dict:
-    return {k: str(Path(getattr(args, k)).resolve()) for k in OPTIONS if getattr(args, k, "")}
+    return {k: str(Path(getattr(args, k)).absolute()) for k in OPTIONS if getattr(args, k, "")}  # venv python: as given
 
 
 def missing(name: str, args) -> list[str]:
@@ -78,7 +79,7 @@ def run(args, env: dict, row, print_row) -> list[tuple[str, str]]:
             skipped.append((name, f"not measured: pass {' '.join(need)}"))
             continue
         fam = family(name)
-        for model in fam.MODELS:
+        for model in [m for m in fam.MODELS if not args.row_models or m in args.row_models]:
             runs = {"reference": [], "project": []}
             for seed in range(args.seeds):
                 for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
