@@ -50,8 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dyglib_harness import LR, N_FEAT, REFERENCE, Reference  # the reference side, shared with graph_dyglib_bench.py
 import reference_rows
+from dyglib_harness import LR, N_FEAT, REFERENCE, Reference  # the reference side, shared with graph_dyglib_bench.py
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
