@@ -76,7 +76,7 @@ def run(args, env: dict, row, print_row) -> list[tuple[str, str]]:
     for name in args.rows:
         need = missing(name, args)
         if need:
-            skipped.append((name, f"not measured: pass {' '.join(need)}"))
+            skipped.append((name, f"its reference is not given: pass {' '.join(need)}"))
             continue
         fam = family(name)
         for model in [m for m in fam.MODELS if not args.row_models or m in args.row_models]:
