@@ -5,7 +5,9 @@ Rows: TGAT, DyGFormer, TGN, CAWN, TCL, GraphMixer, JODIE, DyRep, EdgeBank agains
 Mamba blocks run on mamba_ssm's pure-PyTorch reference functions (`selective_scan_ref`, `rms_norm_ref`, read from
 a state-spaces/mamba checkout into stand-in modules by the fixture builder's `_mamba_ssm_shims`; mamba_ssm's CUDA
 and Triton kernels and causal_conv1d are absent, so the authors' nn.Conv1d path runs). The other references
-(SWINIT, EasyTPP's runner, Hawkes Attention, TimeLSTM) are printed as "not measured yet" rows with the reason.
+(SWINIT, EasyTPP's runner, Hawkes Attention) are measured by the modules of `benchmarks/reference_rows/`
+(one per family, one protocol, dispatched through its registry `FAMILIES`); TimeLSTM is printed as a "not measured" row
+with the reason.
 Reference code is read from local checkouts given on the command line, never vendored.
 
 Protocol, the same for both sides of a row:
@@ -48,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+import reference_rows
 from dyglib_harness import LR, N_FEAT, REFERENCE, Reference  # the reference side, shared with graph_dyglib_bench.py
 
 HERE = Path(__file__).resolve().parent
@@ -57,15 +60,12 @@ START = 30000
 MODELS = tuple(REFERENCE)
 HEAVY = ("cawn", "dyg_mamba")  # minutes per process on one starved core: fewer seeds (--heavy-seeds)
 SOURCE = {"dyg_mamba": "DyG-Mamba authors (selective_scan_ref)"}  # else DyGLib
-# references not measured yet, with the reason (printed as rows of the table)
+# references not measured, with the reason (printed as rows of the table)
 NOT_MEASURED = {
-    "swinit": ("GNN_SWINIT authors", "their modules import torch_geometric (not in the project's .venv); "
-               "benchmarks/swinit_speed.py times the project only; a scratch venv with PyG is needed"),
-    "easytpp (8 baselines)": ("EasyTPP runner", "EasyTPP's runner (its config YAMLs, data loaders, torch trainer) "
-                              "not driven here yet; the project trains EasyTPP's classes with its own loop"),
-    "hawkes_attention": ("Hawkes Attention authors", "not wired yet (the authors' modules are in the equivalence "
-                         "fixtures; their training loop is not)"),
-    "time_lstm": ("TimeLSTM authors", "Theano / Python 2 code: cannot run beside torch here"),
+    "time_lstm": ("TimeLSTM authors", "DarryO/time_lstm (82115a8, the code time2vec ran) is Python 2 "
+                  "(utils.py: cPickle) on Theano 0.9 + Lasagne 0.2.dev1 (CUDA 8 / cuDNN 5): no Theano runs on "
+                  "Python 3.11 with NumPy 2 beside torch; its authors published no port (third-party ports, "
+                  "e.g. JavierPerez21/TimeRNNs, are not the code the paper ran)"),
 }
 
 
@@ -210,9 +210,13 @@ def measure(impl: str, name: str, paths: dict, n: int, threads: int, seed: int) 
     return out
 
 
+def child_env(args) -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
+            "PYTHONHASHSEED": "0"}
+
+
 def child(args, impl: str, name: str, seed: int, mode: str = "one") -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
-           "PYTHONHASHSEED": "0"}
+    env = child_env(args)
     if mode == "floor":
         cmd = [sys.executable, str(HERE / "graph_dyglib_bench.py"), "--one", "project", "dygformer", "floor",
                "--dyglib", args.dyglib, "--threads", str(args.threads)]
@@ -250,21 +254,21 @@ def mean_sd(values) -> str:
     return f"{v.mean():.3f}" + (f"+-{v.std(ddof=1):.3f}" if len(v) > 1 else "")
 
 
-def row(name: str, runs: dict) -> list[str]:
+def row(name: str, runs: dict, source: str | None = None, batch: int | None = None, metric: str = "ap") -> list[str]:
     ref, ours = runs["reference"], runs["project"]
     ratio = lambda key: median([p[key] / r[key] if key in p and key in r else None for p, r in zip(ours, ref)])  # noqa: E731
-    return [name, SOURCE.get(name, "DyGLib"), str(batch_size(name)),
+    return [name, source or SOURCE.get(name, "DyGLib"), str(batch or batch_size(name)),
             fmt(median([r.get("train_bps") for r in ref])), fmt(median([p.get("train_bps") for p in ours])),
             fmt(ratio("train_bps")),
             fmt(median([r.get("eval_bps") for r in ref])), fmt(median([p.get("eval_bps") for p in ours])),
             fmt(ratio("eval_bps")),
             fmt(median([r.get("peak_mb") for r in ref]), ".0f"), fmt(median([p.get("peak_mb") for p in ours]), ".0f"),
             mean_sd([r.get("loss") for r in ref]), mean_sd([p.get("loss") for p in ours]),
-            mean_sd([r.get("ap") for r in ref]), mean_sd([p.get("ap") for p in ours])]
+            mean_sd([r.get(metric) for r in ref]), mean_sd([p.get(metric) for p in ours])]
 
 
 HEADER = ["model", "reference", "batch", "ref train b/s", "proj train b/s", "train x", "ref eval b/s",
-          "proj eval b/s", "eval x", "ref MB", "proj MB", "ref loss", "proj loss", "ref AP", "proj AP"]
+          "proj eval b/s", "eval x", "ref MB", "proj MB", "ref loss", "proj loss", "ref metric", "proj metric"]
 
 
 WIDTHS = [22, 38, 5, 13, 14, 7, 12, 13, 6, 6, 7, 12, 12, 12, 12]
@@ -280,7 +284,8 @@ def main(argv=None) -> None:
     parser.add_argument("--dyglib", default=os.environ.get("DYGLIB", ""), help="DyGLib checkout")
     parser.add_argument("--dyg-mamba", default="", help="Clearloveyuan/DyG-Mamba checkout")
     parser.add_argument("--mamba-ssm", default="", help="state-spaces/mamba checkout (its reference functions)")
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
+    reference_rows.add_arguments(parser)
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 (one process pair each)")
     parser.add_argument("--batches", type=int, default=3, help="timed training and evaluation steps per process")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every process")
@@ -322,14 +327,17 @@ def main(argv=None) -> None:
         print_row(row(name, runs))
         if name == "dygformer":
             floor_ref = runs["reference"]
-    for name, (source, reason) in NOT_MEASURED.items():
-        print_row([name, source, "-", "not measured yet"] + ["-"] * (len(HEADER) - 4))
+    not_measured = dict(NOT_MEASURED)
+    for name, reason in reference_rows.run(args, child_env(args), row, print_row):
+        not_measured[name] = (reference_rows.family(name).SOURCE, reason)
+    for name, (source, reason) in not_measured.items():
+        print_row([name, source, "-", "not measured"] + ["-"] * (len(HEADER) - 4))
     print("x: project / reference throughput (median over seeds); MB: peak resident set of the process; loss: mean "
-          "BCE of the timed training steps; AP: the evaluation batches after them (mean+-sd over seeds; each side "
-          "from its own seeded initialisation); '-': not measured (EdgeBank does not train) or the process failed "
-          "(its error is on stderr)")
-    for name, (_, reason) in NOT_MEASURED.items():
-        print(f"not measured yet: {name}: {reason}")
+          "BCE of the timed training steps (graph rows); metric: the AP of the evaluation batches after them (graph "
+          "rows; mean+-sd over seeds; each side from its own seeded initialisation); '-': not measured (EdgeBank "
+          "does not train) or the process failed (its error is on stderr)")
+    for name, (_, reason) in not_measured.items():
+        print(f"not measured: {name}: {reason}")
     if floor_ref and not args.no_floor:
         floor = child(args, "project", "dygformer", 0, mode="floor")
         if "error" not in floor:

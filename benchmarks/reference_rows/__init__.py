@@ -1,0 +1,95 @@
+"""The rows of benchmarks/reference_table.py whose reference is not DyGLib: one module per family, one protocol.
+
+    SOURCE, METRIC, LOSS   the reference's label, the evaluation metric's and the training loss's names
+    MODELS                 the family's rows (registry model names)
+    NEEDS                  the options of reference_table.py (reference checkouts) the family cannot run without
+    PYTHON                 the option naming the interpreter both sides run in (None: reference_table's own)
+    batch_size(model)      the batch size of the row
+    measure(impl, model, paths, n, seed) -> {train_bps, eval_bps, loss, metric, n_parameters}
+        impl "reference" or "project": one untimed warm-up step, then n timed training steps; the same for
+        evaluation; a phase the reference cannot run is reported as `<rate>_error` instead of its rate
+
+`measure.py` runs one measurement in a process of its own (threads set, peak resident memory added); `run` does
+what reference_table.py does for DyGLib's rows: processes alternate reference / project, seed by seed, and each
+row is printed with reference_table's `row` as soon as it is measured.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FAMILIES = {"swinit": "reference_rows.swinit", "easytpp": "reference_rows.easytpp",
+            "hawkes_attention": "reference_rows.hawkes"}
+OPTIONS = {"hawkes": "TanXZfra/Time-aware-Hawkes-Attention checkout (Hawkes Attention row)",
+           "swinit": "bzho3923/GNN_SWINIT checkout (SWINIT rows)",
+           "pyg_python": "python of an environment with torch_geometric and the project's packages (SWINIT rows)"}
+
+
+def family(name: str):
+    return importlib.import_module(FAMILIES[name])
+
+
+def add_arguments(parser) -> None:
+    """reference_table.py's options for these rows: which families, and the checkouts they read."""
+    parser.add_argument("--rows", nargs="*", default=list(FAMILIES), choices=list(FAMILIES),
+                        help="non-DyGLib reference rows to measure (default: every family whose inputs are given)")
+    for key, help_ in OPTIONS.items():
+        parser.add_argument(f"--{key.replace('_', '-')}", default="", help=help_)
+    parser.add_argument("--row-models", nargs="*", default=[], help="only these rows of the families (default: all)")
+    parser.add_argument("--max-gb", type=float, default=8.0, help="address-space limit of each process of these rows")
+
+
+def paths_of(args) -> dict:
+    return {k: str(Path(getattr(args, k)).absolute()) for k in OPTIONS if getattr(args, k, "")}  # venv python: as given
+
+
+def missing(name: str, args) -> list[str]:
+    """The options a family needs that were not given."""
+    fam = family(name)
+    return [f"--{k.replace('_', '-')}" for k in (*fam.NEEDS, *([fam.PYTHON] if fam.PYTHON else ()))
+            if not getattr(args, k, "")]
+
+
+def child(args, env: dict, name: str, impl: str, model: str, seed: int) -> dict:
+    """One measurement in its own process; its JSON, or {"error": ...}."""
+    fam = family(name)
+    python = getattr(args, fam.PYTHON) if fam.PYTHON else sys.executable
+    cmd = [python, str(HERE / "measure.py"), name, impl, model, str(seed), "--batches", str(args.batches),
+           "--threads", str(args.threads), "--max-gb", str(args.max_gb), "--paths", json.dumps(paths_of(args))]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {args.timeout} s"}
+    if out.returncode:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(args, env: dict, row, print_row) -> list[tuple[str, str]]:
+    """Measure and print every selected family's rows; returns (row, reason) for the families not measured."""
+    skipped, notes = [], []
+    for name in args.rows:
+        need = missing(name, args)
+        if need:
+            skipped.append((name, f"its reference is not given: pass {' '.join(need)}"))
+            continue
+        fam = family(name)
+        for model in [m for m in fam.MODELS if not args.row_models or m in args.row_models]:
+            runs = {"reference": [], "project": []}
+            for seed in range(args.seeds):
+                for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
+                    res = child(args, env, name, impl, model, seed)
+                    runs[impl].append(res)
+                    print(f"  {model} {impl} seed {seed}: " + ", ".join(
+                        f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in res.items()),
+                        file=sys.stderr, flush=True)
+            print_row(row(model, runs, source=fam.SOURCE, batch=fam.batch_size(model), metric="metric"))
+        notes.append(f"{name} rows: loss = {fam.LOSS}, metric = {fam.METRIC}")
+    for note in notes:
+        print(note)
+    return skipped
