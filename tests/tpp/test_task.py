@@ -89,5 +89,8 @@ def test_builder_config_adds_training_log_inter_time_stats():
     cfg = builder_config({"lr": 0.1}, seqs)
     assert cfg["mean_log_inter_time"] == pytest.approx(logs.mean()) and cfg["std_log_inter_time"] == pytest.approx(logs.std())
     assert builder_config({"mean_log_inter_time": 7.0}, seqs)["mean_log_inter_time"] == 7.0  # the config wins
+    # params/models.yaml resolves both keys to null in every config: a null is filled, not passed on as 0 and 1
+    filled = builder_config({"mean_log_inter_time": None, "std_log_inter_time": None}, seqs)
+    assert filled["mean_log_inter_time"] == pytest.approx(logs.mean()) and filled["std_log_inter_time"] == pytest.approx(logs.std())
     first = head(seqs, 1)
     assert len(first) == 1 and first.time_since_last_event.tolist() == [0.0, 1.0, 2.0]

@@ -86,9 +86,9 @@ def log_inter_time_stats(seqs: EventSequences) -> tuple[float, float]:
 
 def builder_config(config: dict, train: EventSequences) -> dict:
     """The run config plus what EasyTPP's runner derives from the training split (IntensityFree's log-time
-    normalisation); values set in the config win."""
-    mean, std = log_inter_time_stats(train)
-    return {"mean_log_inter_time": mean, "std_log_inter_time": std, **config}
+    normalisation); values set in the config win, a null (params/models.yaml's default) is filled from the split."""
+    derived = dict(zip(("mean_log_inter_time", "std_log_inter_time"), log_inter_time_stats(train)))
+    return {**config, **{k: v for k, v in derived.items() if config.get(k) is None}}
 
 
 def _load(config: dict) -> tuple[TPPData, dict]:
