@@ -23,6 +23,17 @@ def test_the_mask_drops_each_entry_with_probability_p_independently():
     assert abs(both - p * p) < 5 * math.sqrt(p * p * (1 - p * p) / (n // 2))
 
 
+def test_the_kept_mask_is_the_dropped_masks_complement_from_the_same_draws():
+    shape = torch.Size([300, 200])
+    torch.manual_seed(9)
+    dropped = drop.dropped_mask(shape, 0.1)
+    torch.manual_seed(9)
+    kept = drop.kept_mask(shape, 0.1)
+    assert kept.dtype == torch.uint8
+    assert torch.equal(kept.bool(), ~dropped)
+    assert 0 < int(dropped.sum()) < dropped.numel()
+
+
 def test_kept_entries_are_scaled_and_the_gradient_is_masked_the_same_way():
     torch.manual_seed(1)
     x = torch.randn(300, 200, requires_grad=True)
@@ -63,7 +74,7 @@ def test_attend_is_scaled_dot_product_attention_with_the_masks_own_dropout(causa
     torch.manual_seed(2)
     q, k, v = (torch.randn(64, 2, 16, 8) for _ in range(3))  # (B, H, L, d_h): 32,768 weights, the fast path
     # with nothing dropped the spelled-out path is the kernel's function, scaled by 1 / (1 - p)
-    monkeypatch.setattr(drop, "dropped_mask", lambda shape, p: torch.zeros(shape, dtype=torch.bool))
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: torch.ones(shape, dtype=torch.uint8))
     torch.testing.assert_close(attend(q, k, v, None, causal, 0.1, True),
                                F.scaled_dot_product_attention(q, k, v, is_causal=causal) / 0.9)
     monkeypatch.undo()
@@ -92,14 +103,14 @@ def test_attend_heads_is_attend_on_the_projections_views(causal, with_bias, trai
         bias = torch.log(torch.randint(1, 4, (batch, 1, length)).float())
         bias[:, :, 1:] = bias[:, :, 1:].masked_fill(torch.rand(batch, 1, length - 1) < 0.3, float("-inf"))
     masks = []
-    real = drop.dropped_mask
-    monkeypatch.setattr(drop, "dropped_mask", lambda shape, p: masks.append(real(shape, p)) or masks[-1])
+    real = drop.kept_mask
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: masks.append(real(shape, p)) or masks[-1])
     got = attend_heads(qkv, heads, bias, causal, 0.1, training)
     cotangent = torch.randn_like(got)
     (g_got,) = torch.autograd.grad(got, qkv, cotangent)
     assert len(masks) == (heads if training else 0)
     # the same masks, drawn at once for (B, H, L, L), through `attend` on (B, H, L, d_h) views
-    monkeypatch.setattr(drop, "dropped_mask", lambda shape, p: torch.stack(masks, dim=1))
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: torch.stack(masks, dim=1))
     q, k, v = qkv.view(batch, length, 3, heads, d_head).permute(2, 0, 3, 1, 4).unbind(0)
     mask = None if bias is None else bias[:, None]
     if causal and mask is not None:
