@@ -1,5 +1,5 @@
 """`models.dropout`: the fast CPU mask has nn.Dropout's distribution, scaling and gradient, and is fixed by
-torch's seed; `dygformer.attend` spells out scaled_dot_product_attention's math path."""
+torch's seed; `dygformer.attend` spells out scaled_dot_product_attention's math path (`attend_heads`: per head)."""
 
 import math
 
@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from timerepro.models import dropout as drop
-from timerepro.models.graph.dygformer import attend
+from timerepro.models.graph.dygformer import attend, attend_heads
 
 
 def test_the_mask_drops_each_entry_with_probability_p_independently():
@@ -21,6 +21,17 @@ def test_the_mask_drops_each_entry_with_probability_p_independently():
     pairs = dropped.view(-1, 2)
     both = (pairs[:, 0] & pairs[:, 1]).float().mean().item()
     assert abs(both - p * p) < 5 * math.sqrt(p * p * (1 - p * p) / (n // 2))
+
+
+def test_the_kept_mask_is_the_dropped_masks_complement_from_the_same_draws():
+    shape = torch.Size([300, 200])
+    torch.manual_seed(9)
+    dropped = drop.dropped_mask(shape, 0.1)
+    torch.manual_seed(9)
+    kept = drop.kept_mask(shape, 0.1)
+    assert kept.dtype == torch.uint8
+    assert torch.equal(kept.bool(), ~dropped)
+    assert 0 < int(dropped.sum()) < dropped.numel()
 
 
 def test_kept_entries_are_scaled_and_the_gradient_is_masked_the_same_way():
@@ -63,7 +74,7 @@ def test_attend_is_scaled_dot_product_attention_with_the_masks_own_dropout(causa
     torch.manual_seed(2)
     q, k, v = (torch.randn(64, 2, 16, 8) for _ in range(3))  # (B, H, L, d_h): 32,768 weights, the fast path
     # with nothing dropped the spelled-out path is the kernel's function, scaled by 1 / (1 - p)
-    monkeypatch.setattr(drop, "dropped_mask", lambda shape, p: torch.zeros(shape, dtype=torch.bool))
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: torch.ones(shape, dtype=torch.uint8))
     torch.testing.assert_close(attend(q, k, v, None, causal, 0.1, True),
                                F.scaled_dot_product_attention(q, k, v, is_causal=causal) / 0.9)
     monkeypatch.undo()
@@ -75,3 +86,36 @@ def test_attend_is_scaled_dot_product_attention_with_the_masks_own_dropout(causa
     mask = torch.ones(16, 16, dtype=torch.bool).tril() if causal else None
     weights = F.scaled_dot_product_attention(q, k, torch.eye(16).expand(64, 2, 16, 16), attn_mask=mask)
     torch.testing.assert_close(out, weights.masked_fill(dropped, 0) / 0.9 @ v)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("training", [True, False])
+def test_attend_heads_is_attend_on_the_projections_views(causal, with_bias, training, monkeypatch):
+    """One head at a time on strided views of the QKV projection (training) or the fused kernel (evaluation):
+    `attend`'s outputs and gradients with the same masks, the key bias and the causal mask included."""
+    torch.manual_seed(4)
+    batch, length, heads, d_head = 128, 16, 2, 8  # (B, L, L) per head: 32,768 weights, the fast mask path
+    dim = heads * d_head
+    qkv = torch.randn(batch, length, 3 * dim, requires_grad=True)
+    bias = None
+    if with_bias:  # (B, 1, L): log-counts, and keys left out (never the first, so no row is empty)
+        bias = torch.log(torch.randint(1, 4, (batch, 1, length)).float())
+        bias[:, :, 1:] = bias[:, :, 1:].masked_fill(torch.rand(batch, 1, length - 1) < 0.3, float("-inf"))
+    masks = []
+    real = drop.kept_mask
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: masks.append(real(shape, p)) or masks[-1])
+    got = attend_heads(qkv, heads, bias, causal, 0.1, training)
+    cotangent = torch.randn_like(got)
+    (g_got,) = torch.autograd.grad(got, qkv, cotangent)
+    assert len(masks) == (heads if training else 0)
+    # the same masks, drawn at once for (B, H, L, L), through `attend` on (B, H, L, d_h) views
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: torch.stack(masks, dim=1))
+    q, k, v = qkv.view(batch, length, 3, heads, d_head).permute(2, 0, 3, 1, 4).unbind(0)
+    mask = None if bias is None else bias[:, None]
+    if causal and mask is not None:
+        mask = mask + torch.full((length, length), float("-inf")).triu(1)
+    want = attend(q, k, v, mask, causal and mask is None, 0.1, training).transpose(1, 2).reshape(batch, length, dim)
+    (g_want,) = torch.autograd.grad(want, qkv, cotangent)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(g_got, g_want, rtol=1e-5, atol=1e-5)

@@ -270,6 +270,36 @@ def test_packed_tokens_give_the_outputs_of_the_padded_layout(variant, patch_size
         torch.testing.assert_close(g[name], ref_g[name], **TOL, msg=name)
 
 
+@pytest.mark.parametrize("variant", ["dygformer", "dygformer_separate", "dygdecoder"])
+@pytest.mark.parametrize("train", [False, True])
+def test_blocks_of_rows_give_the_outputs_of_the_whole_batch(variant, train, monkeypatch):
+    """The padded layout through all layers in blocks of rows (`block_tokens`) against the whole batch at once:
+    embeddings and gradients; in training with dropout on every tensor and nothing dropped (masks of ones)."""
+    from timerepro.models import dropout as drop
+
+    graph, node, edge, edges = toy(8)
+    torch.manual_seed(0)
+    model = DyGFormer(node, edge, variant=variant, encoder="cosine", time_dim=4, channel_dim=4,
+                      max_input_sequence_length=10, dropout=0.1, fused_attention=train).train(train)
+    model.set_graph(graph)
+    monkeypatch.setattr(drop, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: torch.ones(shape, dtype=torch.uint8))
+    src, dst, ts, neg = batch(edges, lo=20, hi=40)
+    width = model.sequences(src, ts).neighbor_ids.shape[1]
+    results = []
+    for block_tokens in (0, 2 * width):  # the whole batch; two rows per block (the joint variant: one row)
+        monkeypatch.setattr(model, "block_tokens", block_tokens)
+        model.zero_grad(set_to_none=True)
+        h_u, h_v = model.pair_embeddings(src, neg, ts)
+        (h_u.sum() + 2 * h_v.sum()).backward()
+        results.append((h_u.detach(), h_v.detach(), grads(model)))
+    (u, v, g), (ref_u, ref_v, ref_g) = results
+    torch.testing.assert_close(u, ref_u, **TOL)
+    torch.testing.assert_close(v, ref_v, **TOL)
+    for name in ref_g:
+        torch.testing.assert_close(g[name], ref_g[name], **TOL, msg=name)
+
+
 def test_cooccurrence_table_is_the_encoder_applied_to_every_count():
     torch.manual_seed(0)
     enc = CooccurrenceEncoder(5)

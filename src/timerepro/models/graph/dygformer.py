@@ -162,6 +162,42 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor
     return dropout_module.dropout(scores.softmax(dim=-1), p, True) @ v
 
 
+def _spells_out(x: torch.Tensor, p: float, training: bool) -> bool:
+    """Whether `attend` spells out its math path (a CPU training step with dropout on the weights)."""
+    return training and p > 0.0 and x.device.type == "cpu" and dropout_module.ENABLED
+
+
+def attend_heads(qkv: torch.Tensor, heads: int, bias: torch.Tensor | None, causal: bool, p: float,
+                 training: bool) -> torch.Tensor:
+    """`attend` on one QKV projection qkv (B, L, 3d) -> (B, L, d), the heads concatenated; `bias` (B, 1, L) on
+    the keys. Where `attend` spells out its math path, one head at a time on strided views of qkv: `bmm` reads
+    them in place (no copies of q, k and v; their gradient is one concatenation) and the 1/sqrt(d_h) scale and
+    the bias ride in the product (`baddbmm`)."""
+    batch, length, width = qkv.shape
+    dim = width // 3
+    d_head = dim // heads
+    if not _spells_out(qkv, p, training):
+        # (B, L, 3d) -> (B, L, 3, H, d_h) -> 3 x (B, H, L, d_h), views of the projection
+        q, k, v = qkv.view(batch, length, 3, heads, d_head).permute(2, 0, 3, 1, 4).unbind(0)
+        mask = None if bias is None else bias[:, None]  # (B, 1, 1, L)
+        if causal and mask is not None:  # (L, L): -inf where the key comes after the query
+            mask = mask + torch.full((length, length), float("-inf"), device=qkv.device, dtype=qkv.dtype).triu(1)
+        out = attend(q, k, v, mask, causal and mask is None, p, training)  # (B, H, L, d_h)
+        return out.transpose(1, 2).reshape(batch, length, dim)
+    # what every head adds to its scores, broadcast to (B, L, L): the key bias (B, 1, L), the causal mask (L, L)
+    add = qkv.new_zeros(1, 1, 1) if bias is None else bias
+    if causal:
+        add = add + torch.full((length, length), float("-inf"), device=qkv.device, dtype=qkv.dtype).triu(1)
+    parts = qkv.split(d_head, dim=-1)  # 3H x (B, L, d_h): q heads, k heads, v heads, row stride 3d
+    out = []
+    for h in range(heads):
+        q, k, v = parts[h], parts[heads + h], parts[2 * heads + h]
+        # (B, L, d_h) @ (B, d_h, L) -> (B, L, L) scores, scaled, plus the bias
+        scores = torch.baddbmm(add, q, k.transpose(1, 2), alpha=d_head ** -0.5)
+        out.append(torch.bmm(dropout_module.dropout(scores.softmax(dim=-1), p, True), v))  # (B, L, d_h)
+    return torch.cat(out, dim=-1)
+
+
 class TransformerLayer(nn.Module):
     """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d).
 
@@ -183,14 +219,9 @@ class TransformerLayer(nn.Module):
 
     def _fused_attention(self, h: torch.Tensor, causal: bool) -> torch.Tensor:
         att = self.attention
-        batch, length, dim = h.shape
-        heads = att.num_heads
-        # (B, L, d) -> (B, L, 3d) -> (B, L, 3, H, d_h) -> 3 x (B, H, L, d_h), views of one projection
-        q, k, v = F.linear(h, att.in_proj_weight, att.in_proj_bias).view(
-            batch, length, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
-        out = attend(q, k, v, None, causal, att.dropout, self.training)  # (B, H, L, d_h)
-        # heads concatenated: (B, H, L, d_h) -> (B, L, d) -> output projection
-        return F.linear(out.transpose(1, 2).reshape(batch, length, dim), att.out_proj.weight, att.out_proj.bias)
+        qkv = F.linear(h, att.in_proj_weight, att.in_proj_bias)  # (B, L, d) -> (B, L, 3d)
+        out = attend_heads(qkv, att.num_heads, None, causal, att.dropout, self.training)  # (B, L, d)
+        return F.linear(out, att.out_proj.weight, att.out_proj.bias)
 
     def forward_packed(self, x: torch.Tensor, pack: Packing, causal: bool = False) -> torch.Tensor:
         """The layer on packed tokens x (T, d) -> (T, d): every per-token operation on the kept tokens
@@ -199,14 +230,10 @@ class TransformerLayer(nn.Module):
         tokens, dim = x.shape
         batch, width, heads = pack.key_bias.shape[0], pack.width, att.num_heads
         qkv = F.linear(self.norm_attn(x), att.in_proj_weight, att.in_proj_bias)  # (T, 3d)
-        # (T, 3d) -> compact (B * W, 3d) -> 3 x (B, H, W, d_h)
-        q, k, v = qkv[pack.source].view(batch, width, 3, heads, dim // heads).permute(2, 0, 3, 1, 4).unbind(0)
-        bias = pack.key_bias.to(q.dtype)[:, None, None, :]  # (B, 1, 1, W)
-        if causal:  # (W, W): -inf where the key comes after the query
-            bias = bias + torch.full((width, width), float("-inf"), device=x.device, dtype=q.dtype).triu(1)
-        out = attend(q, k, v, bias, False, att.dropout, self.training)
-        # (B, H, W, d_h) -> (B * W, d) -> the kept tokens (T, d) -> output projection
-        out = out.transpose(1, 2).reshape(batch * width, dim)[pack.dense]
+        # (T, 3d) -> compact (B, W, 3d) -> (B, W, d), the key bias (B, 1, W) on every query
+        out = attend_heads(qkv[pack.source].view(batch, width, 3 * dim), heads, pack.key_bias.to(qkv.dtype)[:, None, :],
+                           causal, att.dropout, self.training)
+        out = out.reshape(batch * width, dim)[pack.dense]  # (B * W, d) -> the kept tokens (T, d)
         x = x + self.dropout(F.linear(out, att.out_proj.weight, att.out_proj.bias))
         return x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
 
@@ -301,6 +328,9 @@ class DyGFormer(TemporalBackbone):
     must be set before the first call.
     """
 
+    # tokens per block of rows on the padded layout (`_run`); 0 = the whole batch at once
+    block_tokens: int = 2048
+
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, variant: str = "dygformer",
                  encoder: str = "cosine", time_dim: int = 100, time_mean: float = 0.0, time_std: float = 1.0,
                  channel_dim: int = 50, time_channel_dim: int | None = None, patch_size: int = 1,
@@ -386,10 +416,16 @@ class DyGFormer(TemporalBackbone):
 
     # ---- transformer
     def _run(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        weights = None
-        for layer in self.layers:
-            x, weights = layer(x, causal=self.causal, need_weights=need_weights)
-        return x, weights
+        """x (B, L, d) through every layer, in blocks of about `block_tokens` tokens (whole rows) unless the
+        attention weights are asked for: every operation acts within a row, so a block's activations go
+        through all the layers while they are still in cache, and the outputs are the same."""
+        rows = len(x) if need_weights or not self.block_tokens else max(1, self.block_tokens // x.shape[1])
+        blocks, weights = [], None
+        for block in x.split(rows):
+            for layer in self.layers:
+                block, weights = layer(block, causal=self.causal, need_weights=need_weights)
+            blocks.append(block)
+        return (blocks[0] if len(blocks) == 1 else torch.cat(blocks)), weights
 
     def _with_bos(self, x: torch.Tensor) -> torch.Tensor:
         # (1, 1, d) -> (B, 1, d) ++ (B, Lp, d) -> (B, 1 + Lp, d)
