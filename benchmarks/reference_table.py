@@ -43,7 +43,6 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -223,13 +222,7 @@ def child(args, impl: str, name: str, seed: int, mode: str = "one") -> dict:
     else:
         cmd = [sys.executable, __file__, "--one", impl, name, str(seed), "--batches", str(args.batches),
                "--threads", str(args.threads)] + sum(([f"--{k.replace('_', '-')}", v] for k, v in paths_of(args).items()), [])
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {args.timeout} s"}
-    if out.returncode:
-        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return reference_rows.run_json(cmd, env, args.timeout)
 
 
 def paths_of(args) -> dict:

@@ -61,10 +61,15 @@ def child(args, env: dict, name: str, impl: str, model: str, seed: int) -> dict:
     python = getattr(args, fam.PYTHON) if fam.PYTHON else sys.executable
     cmd = [python, str(HERE / "measure.py"), name, impl, model, str(seed), "--batches", str(args.batches),
            "--threads", str(args.threads), "--max-gb", str(args.max_gb), "--paths", json.dumps(paths_of(args))]
+    return run_json(cmd, env, args.timeout)
+
+
+def run_json(cmd: list[str], env: dict, timeout: float) -> dict:
+    """Run one measuring process; the JSON of its last stdout line, or {"error": its last stderr line}."""
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {args.timeout} s"}
+        return {"error": f"timed out after {timeout} s"}
     if out.returncode:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
