@@ -605,6 +605,8 @@ def add_subcommand(sub) -> None:
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1")
     p.add_argument("--standin", default="paper", help="the stand-in size rehearsed on (default: paper; smoke in tests)")
     p.add_argument("--redo", action="store_true", help="rehearse again shapes with a record on this device type")
+    p.add_argument("--missing", action="store_true",
+                   help="only shapes without a successful record on any device (a CPU leaves the GPU's alone)")
     p.add_argument("--list", action="store_true", help="list the shapes and whether they have a record, then exit")
     p.add_argument("--results", type=Path, help="results folder (default: the project's)")
     p.set_defaults(func=_cmd)
@@ -678,7 +680,7 @@ def _cmd(args) -> int:
 
     results = args.results or results_dir()
     chosen = _selected(shapes(load(), args.scale, paper=args.paper), args)
-    have = project_records(args.results)
+    have = load_records(results, committed_dir())  # what was measured here and on lent machines
     dev_type = pick_device(args.device).split(":")[0]
     if args.list:
         for s in chosen:
@@ -687,17 +689,31 @@ def _cmd(args) -> int:
             print(f"{s.id}  {len(s.runs):5d} runs  {state:16s} {s.name}  {json.dumps(s.shape, default=str)}")
         print(f"{len(chosen)} shapes, {sum(len(s.runs) for s in chosen)} runs")
         return 0
-    todo = [s for s in chosen if args.redo or not (
-        (rec := have.get(s.id)) is not None and rec["device_type"] == dev_type and rec["status"] == "ok")]
+
+    def recorded(s: Shape) -> bool:
+        rec = have.get(s.id)
+        return (rec is not None and rec["status"] == "ok"
+                and (rec["device_type"] == dev_type or getattr(args, "missing", False)))
+
+    todo = [s for s in chosen if args.redo or not recorded(s)]
     load_once({s.shape["task"] for s in todo})  # the task modules, imported before SharedData looks for its names
     failed, done = 0, 0
     t_all = time.perf_counter()
+
+    said = []
+
+    def spent() -> bool:
+        over = bool(args.budget_s) and time.perf_counter() - t_all > args.budget_s
+        if over and not said:
+            said.append(True)
+            print(f"budget of {args.budget_s:.0f} s spent: {len(todo) - done} shapes left (run again to go on)",
+                  file=sys.stderr)
+        return over
+
     standin = args.standin
     with SharedData(standin) if hasattr(os, "fork") else contextlib.nullcontext() as shared:
         for key, members in _groups(todo):
-            if args.budget_s and time.perf_counter() - t_all > args.budget_s:
-                print(f"budget of {args.budget_s:.0f} s spent: {len(todo) - done} shapes left (run again to go on)",
-                      file=sys.stderr)
+            if spent():
                 break
             setup = None
             if key is not None and shared is not None:
@@ -707,6 +723,8 @@ def _cmd(args) -> int:
                     print(f"{key}: its data failed to load once ({type(e).__name__}: {e}); each shape alone",
                           file=sys.stderr)
             for s in members:
+                if spent():
+                    break
                 done += 1
                 rec = rehearse_in_fork(s, timeout_s=args.shape_timeout_s, batches=args.batches, device=args.device,
                                        standin=standin, shared=setup)
