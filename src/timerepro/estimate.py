@@ -245,18 +245,23 @@ def _train_seconds(fig: dict) -> float:
 
 def rehearsed_seconds(rec: dict, config: dict) -> float:
     """Wall seconds of a run of `config` from its shape's rehearsal record (`timerepro.rehearse`): set-up, then
-    max_epochs (an upper bound) x (training batches + the passes of every epoch + the rest of an epoch the rehearsal
-    ran whole), then the final passes; a nested backbone (node classification) adds its backbone_epochs x (its
+    max_epochs (an upper bound) x (training batches + the passes of every epoch + what else the epoch spent), then
+    what ran once and the final passes; a nested backbone (node classification) adds its backbone_epochs x (its
     batches and passes of an epoch) and its final passes."""
     epochs = int(config.get("max_epochs") or 0)
     if rec["kind"] == "batches":
         in_epoch, final = _passes_seconds(rec, config)
         rounds = max(epochs, 1) if rec.get("trains", True) else 1  # nothing to train (EdgeBank): evaluated once
-        total = rec["setup_s"] + rounds * (_train_seconds(rec) + in_epoch + rec.get("rest_s", 0.0)) + final
+        if "rest_once_s" in rec:  # the rest split: what each epoch paid beyond its timed batches, and the rest once
+            epoch_rest, once = rec.get("rest_epoch_s", 0.0), rec["rest_once_s"]
+        else:  # version 1: the whole rest every epoch (an upper bound)
+            epoch_rest, once = rec.get("rest_s", 0.0), 0.0
+        total = rec["setup_s"] + rounds * (_train_seconds(rec) + in_epoch + epoch_rest) + once + final
         if rec.get("backbone"):
             b_epoch, b_final = _passes_seconds(rec["backbone"], config)
+            b_rest = rec["backbone"].get("rest_epoch_s", 0.0)
             backbone_epochs = max(int(config.get("backbone_epochs") or 0), 1)
-            total += backbone_epochs * (_train_seconds(rec["backbone"]) + b_epoch) + b_final
+            total += backbone_epochs * (_train_seconds(rec["backbone"]) + b_epoch + b_rest) + b_final
         return total
     if rec["kind"] == "epoch":
         return rec["once_s"] + max(epochs, 1) * rec["epoch_s"]

@@ -174,7 +174,9 @@ def test_passes_are_priced_each_by_its_own_batches_and_a_backbone_by_its_epochs(
                                         {"in_epoch": False, "batches": 40, "per_batch_s": 0.25}]}}
     head = 5.0 + 10 * (10 * 0.1 + 0.5) + 30 * 1.0
     backbone = 4 * (100 * 2.0 + 20 * 0.5) + 40 * 0.25 * 2  # two strategies where one was rehearsed
-    assert estimate.rehearsed_seconds(rec, c) == pytest.approx(head + backbone)
+    assert estimate.rehearsed_seconds(rec, c) == pytest.approx(head + backbone)  # version 1: the rest every epoch
+    split = {**rec, "rest_epoch_s": 0.2, "rest_once_s": 7.0}  # the rest: 0.2 s of each epoch untimed, 7 s once
+    assert estimate.rehearsed_seconds(split, c) == pytest.approx(5.0 + 10 * (10 * 0.1 + 0.2) + 7.0 + 30 * 1.0 + backbone)
     untrained = {"kind": "batches", "setup_s": 5.0, "rest_s": 2.0, "trains": False,
                  "eval_passes": [{"in_epoch": False, "batches": 30, "per_batch_s": 1.0}]}
     assert estimate.rehearsed_seconds(untrained, c) == pytest.approx(5.0 + 2.0 + 30.0)  # EdgeBank: evaluated once

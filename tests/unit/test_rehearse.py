@@ -48,6 +48,7 @@ def test_link_prediction_rehearsal_times_its_batches_and_counts_an_epoch(reg, st
     assert rec["eval_batches_final"] >= rec["eval_batches_per_epoch"]  # val and test, both settings
     assert rec["train_batch_s"] > 0 and rec["eval_batch_s"] > 0 and 0 < rec["setup_s"] < rec["wall_s"]
     assert rec["train_batch_cpu_s"] > 0 and len(rec["load_average"]) == 2
+    assert 0 <= rec["rest_epoch_s"] and rec["rest_once_s"] <= rec["rest_s"]  # the rest: every epoch, and once
     assert rec["peak_rss_mb"] > 0 and rec["peak_gpu_mb"] is None and rec["device_type"] == "cpu"
     assert not (tmp_path / "runs").exists()  # a rehearsal writes no run record
 
