@@ -14,9 +14,9 @@ paper-size stand-in (`standins.PAPER_GRAPHS` ...), with one epoch (and one backb
 The shapes of one dataset run one after another in forks of one process, which prepared and loaded the stand-in
 once (`SharedData`): that time, measured once, is added to each shape's set-up (`setup_shared_s`), as a job pays it.
 The record, results/rehearsal/<shape id>.json: set-up seconds, seconds per training batch and per batch of each
-pass, batches per epoch and per pass, the rest that ran whole (`rest_s`: `rest_epoch_s` in each epoch, `rest_once_s` once), peak
-host and device memory, the device, the load average before and after (a loaded CPU inflates every figure: they
-stay upper bounds), or the error when the shape fails at this size. `timerepro estimate --scale paper` and
+pass, batches per epoch and per pass, the rest that ran whole (`rest_s`: `rest_epoch_s` in each epoch,
+`rest_once_s` once), peak host and device memory, the device, the load average before and after (a loaded CPU
+inflates every figure: they stay upper bounds), or the error when the shape fails at this size. `timerepro estimate --scale paper` and
 `timerepro resources --scale paper` read these records.
 """
 
