@@ -16,8 +16,8 @@ once (`SharedData`): that time, measured once, is added to each shape's set-up (
 The record, results/rehearsal/<shape id>.json: set-up seconds, seconds per training batch and per batch of each
 pass, batches per epoch and per pass, the rest that ran whole (`rest_s`: `rest_epoch_s` in each epoch,
 `rest_once_s` once), peak host and device memory, the device, the load average before and after (a loaded CPU
-inflates every figure: they stay upper bounds), or the error when the shape fails at this size. `timerepro estimate --scale paper` and
-`timerepro resources --scale paper` read these records.
+inflates every figure: they stay upper bounds), or the error when the shape fails at this size.
+`timerepro estimate --scale paper` and `timerepro resources --scale paper` read these records.
 """
 
 from __future__ import annotations
