@@ -512,11 +512,15 @@ class SharedData:
 
         return remembered
 
-    def load(self, dataset: str) -> dict:
-        """Prepare and load `dataset`'s stand-in here (the forks inherit it); its seconds and what they cover."""
+    def load(self, dataset: str) -> dict | None:
+        """Prepare and load `dataset`'s stand-in here (the forks inherit it); its seconds and what they cover. None for
+        a dataset the task generates itself (not in the lock)."""
         from timerepro.data.lock import load_lock
 
-        family = load_lock().get(dataset).family
+        lock = load_lock()
+        if dataset not in lock.datasets:
+            return None
+        family = lock.get(dataset).family
         t0 = time.perf_counter()
         folder = _prepare()(dataset, standin=self.standin, progress=False)
         if family in LOADERS:
