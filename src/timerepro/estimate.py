@@ -224,37 +224,98 @@ def estimate_run(run, refs: References) -> RunEstimate:
                        max(peaks), note)
 
 
+def _passes_seconds(fig: dict, config: dict) -> tuple[float, float]:
+    """(seconds of the passes paid every epoch, of those paid once) of one run level of a rehearsal record: per
+    pass its full batches x its seconds per batch (version-1 records: the mean over passes), the final passes scaled
+    by the run's number of negative-sampling strategies against the rehearsed one's."""
+    key = fig.get("strategies_key") or (None if "eval_passes" in fig else "eval_negatives")  # version 1: link prediction's
+    strategies = len(config.get(key) or [None]) / fig.get("eval_strategies", 1) if key else 1.0
+    if "eval_passes" in fig:
+        in_epoch = sum(p["batches"] * p["per_batch_s"] for p in fig["eval_passes"] if p["in_epoch"])
+        final = sum(p["batches"] * p["per_batch_s"] for p in fig["eval_passes"] if not p["in_epoch"])
+    else:
+        in_epoch = fig.get("eval_batches_per_epoch", 0) * fig.get("eval_batch_s", 0.0)
+        final = fig.get("eval_batches_final", 0) * fig.get("eval_batch_s", 0.0)
+    return in_epoch, final * strategies
+
+
+def _train_seconds(fig: dict) -> float:
+    return (fig.get("train_batches_per_epoch") or 0) * (fig.get("train_batch_s") or 0.0)
+
+
 def rehearsed_seconds(rec: dict, config: dict) -> float:
     """Wall seconds of a run of `config` from its shape's rehearsal record (`timerepro.rehearse`): set-up, then
-    max_epochs (an upper bound) x (training batches + validation batches + the rest of an epoch the rehearsal
-    ran whole), then the final evaluation passes (scaled by the run's number of negative-sampling strategies)."""
+    max_epochs (an upper bound) x (training batches + the passes of every epoch + what else the epoch spent), then
+    what ran once and the final passes; a nested backbone (node classification) adds its backbone_epochs x (its
+    batches and passes of an epoch) and its final passes."""
     epochs = int(config.get("max_epochs") or 0)
     if rec["kind"] == "batches":
-        per_epoch = (rec["train_batches_per_epoch"] * rec["train_batch_s"]
-                     + rec.get("eval_batches_per_epoch", 0) * rec.get("eval_batch_s", 0.0) + rec.get("rest_s", 0.0))
-        strategies = len(config.get("eval_negatives") or [None]) / rec.get("eval_strategies", 1)
-        final = rec.get("eval_batches_final", 0) * rec.get("eval_batch_s", 0.0) * strategies
-        return rec["setup_s"] + max(epochs, 1) * per_epoch + final
+        in_epoch, final = _passes_seconds(rec, config)
+        rounds = max(epochs, 1) if rec.get("trains", True) else 1  # nothing to train (EdgeBank): evaluated once
+        if "rest_once_s" in rec:  # the rest split: what each epoch paid beyond its timed batches, and the rest once
+            epoch_rest, once = rec.get("rest_epoch_s", 0.0), rec["rest_once_s"]
+        else:  # version 1: the whole rest every epoch (an upper bound)
+            epoch_rest, once = rec.get("rest_s", 0.0), 0.0
+        total = rec["setup_s"] + rounds * (_train_seconds(rec) + in_epoch + epoch_rest) + once + final
+        if rec.get("backbone"):
+            b_epoch, b_final = _passes_seconds(rec["backbone"], config)
+            b_rest = rec["backbone"].get("rest_epoch_s", 0.0)
+            backbone_epochs = max(int(config.get("backbone_epochs") or 0), 1)
+            total += backbone_epochs * (_train_seconds(rec["backbone"]) + b_epoch + b_rest) + b_final
+        return total
     if rec["kind"] == "epoch":
         return rec["once_s"] + max(epochs, 1) * rec["epoch_s"]
     return rec["once_s"]
 
 
+def sibling_gaps(rec: dict, config: dict) -> list[str]:
+    """Why a sibling shape's rehearsal `rec` is no upper bound for a run of `config`: each cost key (batch sizes
+    aside, `sibling_record` scales those) where the run asks for more than the sibling ran, or for another value."""
+    from timerepro.rehearse import BATCH_KEYS, DATA_KEYS, shape_of
+
+    own, theirs = shape_of(config), rec["shape"]
+    gaps = []
+    for k in sorted(set(own) | set(theirs)):
+        if k in ("task", "model", *DATA_KEYS, *BATCH_KEYS) or own.get(k) == theirs.get(k):
+            continue
+        a, b = own.get(k), theirs.get(k)
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        if not (numbers and a <= b):
+            gaps.append(f"{k} {a} where it ran {b}")
+    return gaps
+
+
 def sibling_record(rec: dict, config: dict) -> dict:
-    """`rec` of a sibling shape (same task, model, data) made to stand for `config`: batch counts scaled by the
-    batch sizes (seconds per batch kept: an approximation where sequence lengths or neighbours differ)."""
+    """`rec` of a sibling shape (same task, model, data; `sibling_gaps` empty) made to stand for `config`: batch
+    counts scaled by the batch sizes, seconds per batch scaled up with a larger batch (cost affine in the batch
+    size: an upper bound) and kept with a smaller one."""
     out = dict(rec)
     if rec.get("kind") != "batches":
         return out
+
+    def scale(fig: dict, own: int | None, theirs: int | None, count_keys, second_keys) -> None:
+        if not (own and theirs):
+            return
+        for k in count_keys:
+            if fig.get(k) is not None:
+                fig[k] = math.ceil(fig[k] * theirs / own)
+        if own > theirs:
+            for k in second_keys:
+                if fig.get(k) is not None:
+                    fig[k] = fig[k] * own / theirs
+        if "eval_passes" in fig and "eval_batches_per_epoch" in count_keys:
+            fig["eval_passes"] = [{**p, "batches": math.ceil(p["batches"] * theirs / own),
+                                   "per_batch_s": p["per_batch_s"] * max(own / theirs, 1.0)} for p in fig["eval_passes"]]
+
     own, theirs = config.get("batch_size"), rec["shape"].get("batch_size")
-    if own and theirs:
-        out["train_batches_per_epoch"] = math.ceil(rec["train_batches_per_epoch"] * theirs / own)
+    scale(out, own, theirs, ("train_batches_per_epoch",), ("train_batch_s",))
     own_eval = config.get("eval_batch_size") or own
     theirs_eval = rec["shape"].get("eval_batch_size") or theirs
-    if own_eval and theirs_eval:
-        for k in ("eval_batches_per_epoch", "eval_batches_final"):
-            if k in rec:
-                out[k] = math.ceil(rec[k] * theirs_eval / own_eval)
+    scale(out, own_eval, theirs_eval, ("eval_batches_per_epoch", "eval_batches_final"), ("eval_batch_s",))
+    if rec.get("backbone"):  # node classification's backbone trains and evaluates in the same batches
+        out["backbone"] = dict(rec["backbone"])
+        scale(out["backbone"], own, theirs, ("train_batches_per_epoch",), ("train_batch_s",))
+        scale(out["backbone"], own_eval, theirs_eval, ("eval_batches_per_epoch", "eval_batches_final"), ("eval_batch_s",))
     return out
 
 
@@ -346,7 +407,8 @@ def plan(reg, scale: str, *, paper: str | None = None, artifact: str | None = No
 
 
 def _estimate_paper(run, rehearsals: dict[str, dict], refs: References) -> RunEstimate:
-    """From the run's own shape's rehearsal; else a sibling shape's (a GPU one first); else from records."""
+    """From the run's own shape's rehearsal; else a sibling shape's that bounds it (`sibling_gaps`; a GPU one
+    first); a sibling that does not bound it prices nothing and says why; else from records."""
     from timerepro.rehearse import pair_of, shape_of
 
     shape = shape_of(run.config)
@@ -355,7 +417,13 @@ def _estimate_paper(run, rehearsals: dict[str, dict], refs: References) -> RunEs
         return estimate_rehearsed(run, rec)
     siblings = [r for r in rehearsals.values() if r["status"] == "ok" and r.get("name") == pair_of(shape)]
     if siblings:
-        best = max(siblings, key=lambda r: (r["device_type"] == "cuda", r.get("runs", 0)))
+        best = max(siblings, key=lambda r: (not sibling_gaps(r, run.config), r["device_type"] == "cuda",
+                                            r.get("runs", 0)))
+        gaps = sibling_gaps(best, run.config)
+        if gaps:
+            return RunEstimate(run.paper, run.run_id, NONE, None, bool(run.resources.get("gpu")), None,
+                               f"no rehearsal of its shape; its sibling {best['shape_id']} is no upper bound "
+                               f"({'; '.join(gaps)[:120]})")
         est = estimate_rehearsed(run, sibling_record(best, run.config))
         est.note += f"; a sibling shape {best['shape_id']} (batch counts scaled by batch size)"
         return est
@@ -441,8 +509,11 @@ REHEARSALS_VIEW = View(
     "How: a run's shape (task, model, data, batch sizes, neighbours, sequence lengths) ran a few batches on the "
     "paper-size stand-in; its seconds = set-up + max_epochs (an upper bound: early stopping ends most runs sooner) x "
     "(training + validation batches per epoch x seconds per batch) + the final evaluation passes. GPU h for runs that "
-    "request a GPU (from a CPU rehearsal where no GPU one exists: an upper bound), CPU h (x cpus) otherwise. "
-    "extrap.: no rehearsal of its shape yet, priced from run records.",
+    "request a GPU (from a CPU rehearsal where no GPU one exists: an upper bound), CPU h (x cpus) otherwise. A shape "
+    "without a rehearsal is priced from a sibling (same task, model, data) only where the sibling bounds it (no larger "
+    "neighbours or sequence lengths; batch counts scaled by batch size). A CPU rehearsal on a loaded machine is an "
+    "upper bound (its record keeps the load average and CPU seconds per batch). extrap.: no rehearsal of its shape "
+    "or of a sibling yet, priced from run records.",
     "Runs without a basis, and why (distinct runs):", lambda r: r.basis == NONE)
 
 

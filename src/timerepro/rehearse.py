@@ -2,28 +2,37 @@
 
 A shape is what sets a run's cost per batch: task, model, data, and the parameters in COST_KEYS (batch sizes,
 neighbours, sequence lengths); of a shape's runs the widest (WIDTH_KEYS) is rehearsed, so its figures bound the
-others'. Link prediction's final evaluation passes grow with the number of `eval_negatives` strategies, which the
-estimate scales by (`eval_strategies`). The rehearsal runs the task's own `run(config, ctx)` in this process, as `timerepro run-job` does, on the
-dataset's paper-size stand-in (`standins.PAPER_GRAPHS` ...), with one epoch, and bounds it:
-* a training loop that iterates through `ctx.progress(...)` (link prediction, node classification) runs its
-  first `batches` batches, each timed, and says how many an epoch has;
-* link prediction's evaluation passes (`evaluate` of the task's module) score their first `batches` batches,
-  timed, and say how many a full pass has;
+others'. The rehearsal runs the task's own `run(config, ctx)` as `timerepro run-job` does, on the dataset's
+paper-size stand-in (`standins.PAPER_GRAPHS` ...), with one epoch (and one backbone epoch), and bounds it:
+* a training loop through `ctx.progress(...)` (every task with batches: link prediction, node classification and its
+  backbone, point processes, forecasting, next item, event classification) runs its first `batches` batches, each
+  timed (wall and CPU seconds), the first a warm-up left out of the median, and says how many an epoch has;
+* a loop that does not go through `ctx` (evaluation passes; node classification's embedding of every edge: BOUNDED)
+  runs its first `batches` batches on its function's first pass (the first apart: warm-up) and one batch on each
+  later pass, timed, and says how many the full pass has and whether it is paid every epoch or once;
 * a task with neither runs one whole epoch (`kind: epoch`): its history gives seconds per epoch.
-The record, results/rehearsal/<shape id>.json, holds set-up seconds, seconds per training and evaluation batch,
-batches per epoch and per evaluation pass, peak host memory and peak device memory (CUDA), the device, and the
-error when the shape fails at this size. `timerepro estimate --scale paper` and `timerepro resources --scale
-paper` read these records.
+The shapes of one dataset run one after another in forks of one process, which prepared and loaded the stand-in
+once (`SharedData`): that time, measured once, is added to each shape's set-up (`setup_shared_s`), as a job pays it.
+The record, results/rehearsal/<shape id>.json: set-up seconds, seconds per training batch and per batch of each
+pass, batches per epoch and per pass, the rest that ran whole (`rest_s`: `rest_epoch_s` in each epoch,
+`rest_once_s` once), peak host and device memory, the device, the load average before and after (a loaded CPU
+inflates every figure: they stay upper bounds), or the error when the shape fails at this size.
+`timerepro estimate --scale paper` and `timerepro resources --scale paper` read these records.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import hashlib
+import importlib
+import inspect
 import json
 import math
+import os
 import platform
+import signal
 import statistics
 import sys
 import tempfile
@@ -31,6 +40,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from timerepro.io import atomic_write_json, read_json
 from timerepro.memory import PeakMemory
@@ -38,6 +48,7 @@ from timerepro.memory import PeakMemory
 # what changes a run's cost per batch besides task, model and data
 COST_KEYS = ("batch_size", "eval_batch_size", "num_neighbors", "max_input_sequence_length", "sequence_length",
              "seq_len", "pred_len", "walk_length", "time_span", "num_exp")
+BATCH_KEYS = ("batch_size", "eval_batch_size")  # a sibling of another batch size is priced by scaling its batch counts
 # widths: a shape's rehearsed run is its widest (the product of these), an upper bound for the others
 WIDTH_KEYS = ("d_model", "d_ch", "hidden", "memory_dim", "embedding_dim", "d_T", "num_layers", "e_layers", "d_ff",
               "layers", "d_inner", "num_heads", "n_heads", "d_state", "num_blocks")
@@ -96,6 +107,8 @@ class Shape:
             config["standin"] = standin
         config.update({k: v for k, v in EXTRAS_OFF.items() if k in config})
         config["max_epochs"] = 1
+        if "backbone_epochs" in config:  # node classification trains its backbone in the run
+            config["backbone_epochs"] = 1
         return config
 
 
@@ -114,23 +127,33 @@ def shapes(reg, scale: str = "paper", paper: str | None = None) -> list[Shape]:
 
 @dataclass
 class Timings:
+    """What a bounded run measured: its training batches (timed) and its bounded passes (`BOUNDED`)."""
+
     batches: int
-    train: list[float] = field(default_factory=list)  # seconds of each timed training batch
+    train: list[float] = field(default_factory=list)  # wall seconds of each timed training batch
+    train_cpu: list[float] = field(default_factory=list)  # CPU seconds (all threads) of each
     train_per_epoch: int | None = None
-    first_batch_at: float | None = None  # perf_counter when the first training batch started
-    evals: list[dict] = field(default_factory=list)  # per evaluation pass: full batches, timed batches, seconds
+    first_batch_at: float | None = None  # perf_counter when the first training batch or pass started
+    passes: list[dict] = field(default_factory=list)  # per bounded pass: name, full batches, timed, seconds, in_epoch
     history: list[dict] = field(default_factory=list)
+    in_fit: bool = False  # inside the epoch loop of train.fit: a pass now is paid every epoch
+    backbone: "Timings | None" = None  # a nested run's (node classification's link-prediction backbone)
+
+    def started(self, at: float) -> None:
+        if self.first_batch_at is None:
+            self.first_batch_at = at
 
 
 class RehearsalContext:
     """A RunContext for a bounded run: training loops through `progress` stop after `batches` batches (timed);
-    nothing is written (no checkpoint, history or artifact lands in a run folder)."""
+    nothing is written (no run folder: the checkpoint stays in memory, for a nested run's caller to read)."""
 
     def __init__(self, config: dict, directory: Path, device: str, timings: Timings):
         self.config, self.run_id, self.dir, self.device = config, config["run_id"], directory, device
         self.show_progress, self.fingerprint, self.timings = False, None, timings
         self.effective = config
         self.memory = PeakMemory()
+        self._checkpoint = None
 
     def peak_memory_mb(self) -> float:
         return self.memory.peak_mb()
@@ -138,10 +161,17 @@ class RehearsalContext:
     checkpoint_path = property(lambda self: self.dir / "checkpoint.pt")
 
     def save_checkpoint(self, state: dict) -> None:
-        pass
+        self._checkpoint = state
 
     def load_checkpoint(self):
-        return None
+        return self._checkpoint
+
+    def nested(self, config: dict, directory: Path) -> "RehearsalContext":
+        """A nested run's context (node classification's backbone): its batches timed apart (`Timings.backbone`)."""
+        self.timings.backbone = Timings(self.timings.batches)
+        sub = RehearsalContext(config, directory, self.device, self.timings.backbone)
+        sub.memory = self.memory
+        return sub
 
     def write_history(self, history: list[dict]) -> None:
         self.timings.history = list(history)
@@ -157,50 +187,128 @@ class RehearsalContext:
 
     def progress(self, iterable, desc: str = "", total: int | None = None, **kwargs):
         if desc == self.run_id:  # fit's epoch loop, not a batch loop
-            return iterable
+            return self._epochs(iterable)
         return self._bounded(iterable, total)
+
+    def _epochs(self, iterable):
+        self.timings.in_fit = True
+        try:
+            yield from iterable
+        finally:
+            self.timings.in_fit = False
 
     def _bounded(self, iterable, total):
         t = self.timings
         t.train_per_epoch = total if total is not None else len(iterable)
         it = iter(iterable)
         for i in range(t.batches):
-            start = time.perf_counter()
-            if t.first_batch_at is None:
-                t.first_batch_at = start
+            start, cpu = time.perf_counter(), time.process_time()
+            t.started(start)
             try:
                 item = next(it)
             except StopIteration:
                 return
             yield item
             t.train.append(time.perf_counter() - start)
+            t.train_cpu.append(time.process_time() - cpu)
 
 
-# tasks whose run() calls a module-level `evaluate(model, data, idx, sampler, graph, batch_size, amp)` per pass
-BOUNDED_EVALUATION = ("link_prediction",)
+@dataclass(frozen=True)
+class Bounded:
+    """A loop over batches that does not go through `ctx.progress` (an evaluation pass, node classification's
+    embedding of every edge): `function` of `module`, where the task's code looks it up, run by the rehearsal on
+    the first batches of `items` (argument names; cut alike), `batch` its batch size from the bound arguments."""
+
+    module: str
+    function: str
+    items: tuple[str, ...]
+    batch: Callable[[dict], int]
+    cut: Callable[[Any, int], Any] = lambda items, n: items[:n]  # the first n of `items`
+    pad: Callable[[Any, int], Any] | None = None  # the output of a full pass of n items from a cut pass's
+    nested: bool = False  # it runs in the nested run (node classification's backbone)
+
+
+def _tpp_head(seqs, n: int):
+    from timerepro.tasks.temporal_point_process import head
+
+    return head(seqs, n)
+
+
+def _pad_rows(out, n: int):
+    """(k, d) embeddings of a cut pass -> (n, d): zeros for the rows not embedded (its metrics are dropped)."""
+    import torch
+
+    return torch.cat([out, out.new_zeros((n - len(out), *out.shape[1:]))]) if len(out) < n else out
+
+
+def _forecast_batch(a: dict) -> int:  # forecasting.evaluate's own rule: at most max_elements values per batch
+    return max(1, min(int(a["batch_size"]), int(a["max_elements"]) // a["y"][0].numel()))
+
+
+_LP_EVALUATE = Bounded("timerepro.tasks.link_prediction.loop", "evaluate", ("idx",), lambda a: int(a["batch_size"]))
+# task -> its bounded passes
+BOUNDED = {
+    "link_prediction": (_LP_EVALUATE,),
+    "node_classification": (Bounded(_LP_EVALUATE.module, "evaluate", ("idx",), _LP_EVALUATE.batch, nested=True),
+                            Bounded("timerepro.tasks.node_classification", "source_embeddings", ("idx",),
+                                    lambda a: int(a["batch_size"]), pad=_pad_rows)),
+    "forecasting": (Bounded("timerepro.tasks.forecasting", "evaluate", ("x", "y"), _forecast_batch),),
+    "temporal_point_process": (Bounded("timerepro.tasks.temporal_point_process", "evaluate", ("seqs",),
+                                       lambda a: int(a["batch_size"]), cut=_tpp_head),),
+}
+
+
+def _bounded_pass(b: Bounded, original: Callable, timings: Timings) -> Callable:
+    """`original`, run on its first batches and timed. A function's first pass runs `timings.batches` batches,
+    the first of them apart (warm-up: allocation, kernel selection), each later pass one batch; every pass
+    records its full number of batches, so the estimate prices it whole."""
+    signature = inspect.signature(original)
+
+    def bounded(*args, **kwargs):
+        target = timings.backbone if b.nested and timings.backbone is not None else timings
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = dict(bound.arguments)
+        n = len(a[b.items[0]])
+        size = b.batch(a)
+        full = math.ceil(n / size)
+        if full == 0:
+            return original(**a)
+        first = not any(p["name"] == b.function for p in target.passes)
+        want = min(full, target.batches if first else 1)
+
+        def call(k: int):
+            cut = {**a, **{name: b.cut(a[name], k * size) for name in b.items}}
+            start = time.perf_counter()
+            target.started(start)
+            return original(**cut), time.perf_counter() - start
+
+        warm = 0.0
+        if want > 1:  # warm-up batch apart
+            _, warm = call(1)
+            want -= 1
+        out, seconds = call(want)
+        target.passes.append({"name": b.function, "batches": full, "timed": want, "seconds": seconds,
+                              "warmup_s": warm, "in_epoch": target.in_fit})
+        return b.pad(out, n) if b.pad else out
+
+    return bounded
 
 
 @contextlib.contextmanager
-def bounded_evaluation(task: str, task_module, timings: Timings):
-    """The task's evaluation passes on their first batches, timed (tasks of BOUNDED_EVALUATION)."""
-    if task not in BOUNDED_EVALUATION:
-        yield
-        return
-    original = task_module.evaluate  # where run() looks it up
-
-    def evaluate(model, data, idx, sampler, graph, batch_size, amp="none"):
-        full = math.ceil(len(idx) / batch_size)
-        n = min(full, timings.batches)
-        t0 = time.perf_counter()
-        out = original(model, data, idx[: n * batch_size], sampler, graph, batch_size, amp)
-        timings.evals.append({"batches": full, "timed": n, "seconds": time.perf_counter() - t0})
-        return out
-
-    task_module.evaluate = evaluate
+def bounded_passes(task: str, timings: Timings):
+    """The task's passes of BOUNDED on their first batches, timed, for the duration of the block."""
+    patched = []
     try:
+        for b in BOUNDED.get(task, ()):
+            module = importlib.import_module(b.module)
+            original = getattr(module, b.function)
+            setattr(module, b.function, _bounded_pass(b, original, timings))
+            patched.append((module, b.function, original))
         yield
     finally:
-        task_module.evaluate = original
+        for module, name, original in reversed(patched):
+            setattr(module, name, original)
 
 
 def _per_batch(seconds: list[float]) -> float | None:
@@ -218,10 +326,38 @@ def device_name(device: str) -> str:
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: str = "paper") -> dict:
-    """Run `shape`'s widest config, bounded, in this process; return its rehearsal record."""
-    import sys as _sys
+def _timed_s(t: Timings) -> float:
+    """Seconds of what `t` timed (batches, passes with their warm-ups), a nested run's included."""
+    own = sum(t.train) + sum(p["seconds"] + p["warmup_s"] for p in t.passes)
+    return own + (_timed_s(t.backbone) if t.backbone is not None else 0.0)
 
+
+def _figures(t: Timings, strategies_key: str | None, config: dict) -> dict:
+    """Per-batch figures of one run level (the run, or its nested backbone)."""
+    out: dict = {}
+    if t.train:
+        out.update(train_batch_s=_per_batch(t.train), train_batch_cpu_s=_per_batch(t.train_cpu),
+                   train_batches_timed=len(t.train), train_batches_per_epoch=t.train_per_epoch)
+    if t.passes:
+        passes = [{**p, "per_batch_s": p["seconds"] / max(p["timed"], 1)} for p in t.passes]
+        timed = sum(p["timed"] for p in passes)
+        out.update(eval_passes=passes, eval_batch_s=sum(p["seconds"] for p in passes) / max(timed, 1),
+                   eval_batches_per_epoch=sum(p["batches"] for p in passes if p["in_epoch"]),
+                   eval_batches_final=sum(p["batches"] for p in passes if not p["in_epoch"]))
+    if strategies_key:  # link prediction's final passes grow with its negative-sampling strategies
+        out.update(eval_strategies=len(config.get(strategies_key) or [None]), strategies_key=strategies_key)
+    if t.history:  # the epoch's wall time (training + validation) beyond what was timed: paid every epoch
+        row = t.history[0]
+        epoch = float(row.get("epoch_time_s") or 0) + float(row.get("val_time_s") or 0)
+        timed = sum(t.train) + sum(p["seconds"] + p["warmup_s"] for p in t.passes if p["in_epoch"])
+        out["rest_epoch_s"] = round(max(epoch - timed, 0.0), 3)
+    return out
+
+
+def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: str = "paper",
+             shared: dict | None = None) -> dict:
+    """Run `shape`'s widest config, bounded, in this process; return its rehearsal record. `shared`: the set-up
+    measured once for the shape's data in this process ({"seconds", "what"}), added to the shape's set-up."""
     import torch
 
     from timerepro.runs import pick_device
@@ -234,7 +370,7 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
     record = {"format": FORMAT, "shape_id": shape.id, "shape": shape.shape, "name": shape.name,
               "runs": len(shape.runs), "run_id": config["run_id"], "config": config, "batches": batches,
               "device": device_name(dev), "device_type": dev.split(":")[0], "torch": torch.__version__,
-              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_average": [_load_average()]}
     runner = get_task(config["task"])
     memory = PeakMemory().start(dev)
     t0 = time.perf_counter()
@@ -244,7 +380,7 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
         try:
             seed_everything(int(config.get("seed", 0)))
             ctx.effective = effective_config(config)  # what the task runs with, as runs.py resolves it
-            with bounded_evaluation(config["task"], _sys.modules[runner.__module__], timings):
+            with bounded_passes(config["task"], timings):
                 runner(ctx.effective, ctx)
             record["status"] = "ok"
         except (Exception, MemoryError) as e:  # what fails at this size is the rehearsal's finding
@@ -253,29 +389,43 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
         finally:
             memory.stop()
     wall = time.perf_counter() - t0
-    record["wall_s"] = round(wall, 3)
+    record["load_average"].append(_load_average())
+    shared_s = float(shared["seconds"]) if shared else 0.0
+    if shared:
+        record.update(setup_shared_s=round(shared_s, 3), setup_shared=shared["what"])
+    record["wall_s"] = round(wall + shared_s, 3)
     record["peak_rss_mb"] = round(memory.peak_mb(), 1)
     gpu = memory.peak_gpu_mb()
     record["peak_gpu_mb"] = None if gpu is None else round(gpu, 1)
-    if timings.train:
-        record.update(kind="batches", setup_s=round(timings.first_batch_at - t0, 3),
-                      train_batch_s=_per_batch(timings.train), train_batches_timed=len(timings.train),
-                      train_batches_per_epoch=timings.train_per_epoch)
-        timed_s = sum(timings.train) + sum(e["seconds"] for e in timings.evals)
-        record["rest_s"] = round(max(wall - record["setup_s"] - timed_s, 0.0), 3)  # what ran whole (metrics, passes)
-        if timings.evals:
-            timed = sum(e["timed"] for e in timings.evals)
-            record.update(eval_batch_s=sum(e["seconds"] for e in timings.evals) / max(timed, 1),
-                          eval_batches_per_epoch=timings.evals[0]["batches"],
-                          eval_batches_final=sum(e["batches"] for e in timings.evals[1:]),
-                          eval_strategies=len(config.get("eval_negatives") or [None]))
+    levels = [t for t in (timings, timings.backbone) if t is not None]
+    starts = [t.first_batch_at for t in levels if t.first_batch_at is not None]
+    strategies = {"link_prediction": "eval_negatives"}.get(config["task"])
+    if starts:
+        setup = min(starts) - t0
+        record.update(kind="batches", setup_s=round(setup + shared_s, 3), trains=bool(timings.train),
+                      **_figures(timings, strategies, ctx.effective))
+        if timings.backbone is not None:
+            record["backbone"] = _figures(timings.backbone, "backbone_eval_negatives", ctx.effective)
+        # what ran whole: metrics, samplers, un-bounded evaluation; of it, each level's epoch part (`rest_epoch_s`)
+        # is paid every epoch, the rest once
+        record["rest_s"] = round(max(wall - setup - _timed_s(timings), 0.0), 3)
+        every_epoch = record.get("rest_epoch_s", 0.0) + record.get("backbone", {}).get("rest_epoch_s", 0.0)
+        record["rest_once_s"] = round(max(record["rest_s"] - every_epoch, 0.0), 3)
     elif timings.history:  # a whole epoch: its history says what an epoch costs
         row = timings.history[0]
         epoch = float(row.get("epoch_time_s") or 0) + float(row.get("val_time_s") or 0)
-        record.update(kind="epoch", epoch_s=round(epoch, 3), once_s=round(max(wall - epoch, 0.0), 3))
-    else:  # no epochs (EdgeBank, statistics, cost probes): the run is its cost
-        record.update(kind="run", once_s=round(wall, 3))
+        record.update(kind="epoch", epoch_s=round(epoch, 3), once_s=round(max(wall - epoch, 0.0) + shared_s, 3))
+    else:  # no epochs (statistics, cost probes): the run is its cost
+        record.update(kind="run", once_s=round(wall + shared_s, 3))
     return record
+
+
+def _load_average() -> float | None:
+    """The 1-minute load average (a loaded machine inflates the seconds a rehearsal measures)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def record_path(results: Path, sid: str) -> Path:
@@ -309,6 +459,139 @@ def project_records(results: Path | None = None) -> dict[str, dict]:
     return load_records(results, None) if results else load_records(results_dir(), committed_dir())
 
 
+# ---------------------------------------------------------------- the shapes of one dataset in one process
+
+LOADERS = {"ctdg": "timerepro.data.ctdg", "tpp": "timerepro.data.tpp", "series": "timerepro.data.series"}  # family ->
+# the module whose load_processed reads its processed folder
+
+
+def _prepare() -> Callable:
+    """`timerepro.data.prepare.prepare` as the module holds it now (remembered while `SharedData` runs)."""
+    return importlib.import_module("timerepro.data.prepare").prepare
+
+
+def data_key(shape: dict) -> str | None:
+    """The one dataset a shape reads (None: several, or none)."""
+    data = shape.get("dataset") or shape.get("series")
+    return data if isinstance(data, str) else None
+
+
+class SharedData:
+    """`prepare` and the families' `load_processed`, remembered in this process while the block runs: the shapes of
+    one dataset, each rehearsed in a fork of this process (`rehearse_in_fork`), find their data prepared and loaded.
+    `load(dataset)` does that once and says how long it took: the shared part of each shape's set-up."""
+
+    def __init__(self, standin: str):
+        self.standin, self.memo, self._patched = standin, {}, []
+
+    def __enter__(self) -> "SharedData":
+        originals = [_prepare()] + [importlib.import_module(m).load_processed for m in LOADERS.values()]
+        for original in originals:
+            remembered = self._remember(original)
+            for module in [m for name, m in list(sys.modules.items()) if name.startswith("timerepro")]:
+                for name, value in list(vars(module).items()):
+                    if value is original:  # the defining module and every module that imported the name
+                        setattr(module, name, remembered)
+                        self._patched.append((module, name, original))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for module, name, original in reversed(self._patched):
+            setattr(module, name, original)
+        self.forget()
+
+    def _remember(self, fn: Callable) -> Callable:
+        def remembered(*args, **kwargs):
+            if fn.__name__ == "prepare":  # the folder depends on the dataset and the stand-in only
+                key = (fn.__module__, fn.__name__, args[0] if args else kwargs["name"], kwargs.get("standin"))
+            else:
+                key = (fn.__module__, fn.__name__, str(args[0]), args[1:], tuple(sorted(kwargs.items())))
+            if key not in self.memo:
+                self.memo[key] = fn(*args, **kwargs)
+            return self.memo[key]
+
+        return remembered
+
+    def load(self, dataset: str) -> dict | None:
+        """Prepare and load `dataset`'s stand-in here (the forks inherit it); its seconds and what they cover. None for
+        a dataset the task generates itself (not in the lock)."""
+        from timerepro.data.lock import load_lock
+
+        lock = load_lock()
+        if dataset not in lock.datasets:
+            return None
+        family = lock.get(dataset).family
+        t0 = time.perf_counter()
+        folder = _prepare()(dataset, standin=self.standin, progress=False)
+        if family in LOADERS:
+            importlib.import_module(LOADERS[family]).load_processed(folder)
+        what = f"prepare{' + load_processed' if family in LOADERS else ''} of {dataset}'s {self.standin} stand-in"
+        return {"seconds": time.perf_counter() - t0,
+                "what": f"{what}, measured once for the shapes of {dataset} rehearsed in one process"}
+
+    def forget(self) -> None:
+        self.memo.clear()
+        gc.collect()
+
+
+def _failed(shape: Shape, batches: int, device: str, error: str) -> dict:
+    return {"format": FORMAT, "shape_id": shape.id, "shape": shape.shape, "name": shape.name, "runs": len(shape.runs),
+            "batches": batches, "device": device_name(device), "device_type": device.split(":")[0],
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "status": "failed", "error": error,
+            "wall_s": None, "peak_rss_mb": None, "peak_gpu_mb": None}
+
+
+def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) -> dict | None:
+    """`rehearse(shape, **kwargs)` in a fork of this process (its memory, caches and peak its own; the data of
+    `SharedData` inherited); None when it ran past `timeout_s` (killed, nothing recorded: a later call tries again).
+    A fork that dies (the kernel's out-of-memory killer) gives a failed record. Without fork: here."""
+    if not hasattr(os, "fork"):
+        return rehearse(shape, **kwargs)
+    fd, out = tempfile.mkstemp(prefix="rehearsal-", suffix=".json")
+    os.close(fd)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller
+        code = 1
+        try:
+            atomic_write_json(out, rehearse(shape, **kwargs), durable=False)
+            code = 0
+        except BaseException:  # noqa: BLE001 (reported here, judged by the parent through the record's absence)
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    deadline = None if not timeout_s else time.monotonic() + timeout_s
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return None
+            time.sleep(0.2)
+        code = os.waitstatus_to_exitcode(status)
+        rec = read_json(Path(out)) if code == 0 and os.path.getsize(out) else None
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
+    finally:
+        Path(out).unlink(missing_ok=True)
+    if rec is None:
+        from timerepro.runs import pick_device
+
+        killed = " (killed: out of memory?)" if code == -signal.SIGKILL else ""
+        rec = _failed(shape, kwargs.get("batches", 3), pick_device(kwargs.get("device", "auto")),
+                      f"the rehearsal's process exited with status {code}{killed}")
+    return rec
+
+
 # ---------------------------------------------------------------- command
 
 def add_subcommand(sub) -> None:
@@ -320,13 +603,22 @@ def add_subcommand(sub) -> None:
                    help="a shape id, or text in its name task/model/data (repeatable; default: every shape)")
     p.add_argument("--task", action="append", default=[], help="only shapes of this task (repeatable)")
     p.add_argument("--one-per-pair", action="store_true",
-                   help="one shape per (task, model, data): the one with the most runs (its siblings are priced "
-                        "from it, scaled by their batch counts)")
+                   help="one shape per (task, model, data): the costliest (largest sequence lengths, neighbours), "
+                        "which bounds its siblings; the estimate prices them from it")
     p.add_argument("--budget-s", type=float,
                    help="start no shape after this many seconds; the biggest data first (run again to go on)")
-    p.add_argument("--batches", type=int, default=3, help="training and evaluation batches timed per shape")
+    p.add_argument("--smallest-first", action="store_true",
+                   help="the smallest data first (a CPU with little time: the most shapes for it)")
+    p.add_argument("--shape-timeout-s", type=float,
+                   help="stop a shape after this many seconds, recording nothing (run again to try it again)")
+    p.add_argument("--batches", type=int, default=3,
+                   help="training batches timed per shape, the first a warm-up; a function's first evaluation pass "
+                        "runs as many, each later pass one")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1")
+    p.add_argument("--standin", default="paper", help="the stand-in size rehearsed on (default: paper; smoke in tests)")
     p.add_argument("--redo", action="store_true", help="rehearse again shapes with a record on this device type")
+    p.add_argument("--missing", action="store_true",
+                   help="only shapes without a successful record on any device (a CPU leaves the GPU's alone)")
     p.add_argument("--list", action="store_true", help="list the shapes and whether they have a record, then exit")
     p.add_argument("--results", type=Path, help="results folder (default: the project's)")
     p.set_defaults(func=_cmd)
@@ -335,6 +627,13 @@ def add_subcommand(sub) -> None:
 def pair_of(shape: dict) -> str:
     """A shape's (task, model, data): its siblings differ only in batch sizes, neighbours or sequence lengths."""
     return shape_name(shape)
+
+
+def _cost_rank(s: Shape) -> tuple:
+    """Of a pair's shapes, the costliest first: the numbers of its cost keys (batch sizes aside), then its runs."""
+    costs = [v for k, v in sorted(s.shape.items()) if k in COST_KEYS and k not in BATCH_KEYS
+             and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return (sum(math.log(max(float(v), 1.0)) for v in costs), len(s.runs))
 
 
 def _selected(all_shapes: list[Shape], args) -> list[Shape]:
@@ -346,10 +645,12 @@ def _selected(all_shapes: list[Shape], args) -> list[Shape]:
     if args.one_per_pair:
         best: dict[str, Shape] = {}
         for s in out:
-            if s.name not in best or len(s.runs) > len(best[s.name].runs):
+            if s.name not in best or _cost_rank(s) > _cost_rank(best[s.name]):
                 best[s.name] = s
         out = list(best.values())
-    if args.budget_s:
+    if getattr(args, "smallest_first", False):
+        out = sorted(out, key=lambda s: _data_size(s.shape))
+    elif args.budget_s:
         out = sorted(out, key=lambda s: -_data_size(s.shape))
     return out
 
@@ -361,14 +662,37 @@ def _data_size(shape: dict) -> int:
     return PAPER_GRAPHS.get(shape.get("dataset"), {}).get("edges", 0)
 
 
+def _groups(chosen: list[Shape]) -> list[tuple[str | None, list[Shape]]]:
+    """The shapes by the one dataset they read (in the order of their first shape); shapes of several or none alone."""
+    out: dict = {}
+    for s in chosen:
+        key = data_key(s.shape)
+        out.setdefault(key if key is not None else ("alone", s.id), []).append(s)
+    return [(k if isinstance(k, str) else None, v) for k, v in out.items()]
+
+
+def _summary(rec: dict) -> str:
+    if rec["status"] != "ok":
+        return f"failed: {rec.get('error', '?')[:200]}"
+    if rec.get("kind") == "batches" and rec.get("train_batch_s") is not None:
+        what = f"train {rec['train_batch_s']:.3f} s/batch x {rec['train_batches_per_epoch']}"
+    elif rec.get("kind") == "batches":
+        what = f"eval {rec.get('eval_batch_s', 0):.3f} s/batch"
+    else:
+        what = f"{rec.get('kind')} {rec.get('epoch_s', rec.get('once_s', 0)):.1f} s"
+    return (f"ok in {rec['wall_s']:.1f} s (set-up {rec.get('setup_s', 0):.1f} s), {what}, "
+            f"peak {rec['peak_rss_mb']:.0f} MB"
+            + (f", GPU {rec['peak_gpu_mb']:.0f} MB" if rec.get("peak_gpu_mb") else ""))
+
+
 def _cmd(args) -> int:
     from timerepro.paths import results_dir
     from timerepro.registry import load
-    from timerepro.runs import pick_device
+    from timerepro.runs import load_once, pick_device
 
     results = args.results or results_dir()
     chosen = _selected(shapes(load(), args.scale, paper=args.paper), args)
-    have = project_records(args.results)
+    have = load_records(results, committed_dir())  # what was measured here and on lent machines
     dev_type = pick_device(args.device).split(":")[0]
     if args.list:
         for s in chosen:
@@ -377,23 +701,54 @@ def _cmd(args) -> int:
             print(f"{s.id}  {len(s.runs):5d} runs  {state:16s} {s.name}  {json.dumps(s.shape, default=str)}")
         print(f"{len(chosen)} shapes, {sum(len(s.runs) for s in chosen)} runs")
         return 0
-    failed = 0
-    t_all = time.perf_counter()
-    for i, s in enumerate(chosen, 1):
+
+    def recorded(s: Shape) -> bool:
         rec = have.get(s.id)
-        if rec is not None and rec["device_type"] == dev_type and rec["status"] == "ok" and not args.redo:
-            continue
-        if args.budget_s and time.perf_counter() - t_all > args.budget_s:
-            print(f"budget of {args.budget_s:.0f} s spent: {len(chosen) - i + 1} shapes left (run again to go on)",
+        return (rec is not None and rec["status"] == "ok"
+                and (rec["device_type"] == dev_type or getattr(args, "missing", False)))
+
+    todo = [s for s in chosen if args.redo or not recorded(s)]
+    load_once({s.shape["task"] for s in todo})  # the task modules, imported before SharedData looks for its names
+    failed, done = 0, 0
+    t_all = time.perf_counter()
+
+    said = []
+
+    def spent() -> bool:
+        over = bool(args.budget_s) and time.perf_counter() - t_all > args.budget_s
+        if over and not said:
+            said.append(True)
+            print(f"budget of {args.budget_s:.0f} s spent: {len(todo) - done} shapes left (run again to go on)",
                   file=sys.stderr)
-            break
-        rec = rehearse(s, batches=args.batches, device=args.device)
-        atomic_write_json(record_path(results, s.id), rec)
-        failed += rec["status"] != "ok"
-        what = (f"train {rec['train_batch_s']:.3f} s/batch x {rec['train_batches_per_epoch']}"
-                if rec.get("kind") == "batches" else f"{rec.get('kind')} {rec.get('epoch_s', rec.get('once_s', 0)):.1f} s")
-        print(f"[{i}/{len(chosen)}] {s.id} {s.name}: {rec['status']} in {rec['wall_s']:.1f} s, {what}, "
-              f"peak {rec['peak_rss_mb']:.0f} MB" + (f", GPU {rec['peak_gpu_mb']:.0f} MB" if rec['peak_gpu_mb'] else "")
-              + (f"; {rec['error'][:200]}" if rec["status"] != "ok" else ""), file=sys.stderr, flush=True)
-    print(f"rehearsed {len(chosen)} shapes in {time.perf_counter() - t_all:.0f} s; {failed} failed", file=sys.stderr)
+        return over
+
+    standin = args.standin
+    with SharedData(standin) if hasattr(os, "fork") else contextlib.nullcontext() as shared:
+        for key, members in _groups(todo):
+            if spent():
+                break
+            setup = None
+            if key is not None and shared is not None:
+                try:
+                    setup = shared.load(key)
+                except Exception as e:  # noqa: BLE001 (each shape meets it again and records it)
+                    print(f"{key}: its data failed to load once ({type(e).__name__}: {e}); each shape alone",
+                          file=sys.stderr)
+            for s in members:
+                if spent():
+                    break
+                done += 1
+                rec = rehearse_in_fork(s, timeout_s=args.shape_timeout_s, batches=args.batches, device=args.device,
+                                       standin=standin, shared=setup)
+                if rec is None:
+                    print(f"[{done}/{len(todo)}] {s.id} {s.name}: past {args.shape_timeout_s:.0f} s, stopped "
+                          "(nothing recorded)", file=sys.stderr, flush=True)
+                    continue
+                atomic_write_json(record_path(results, s.id), rec)
+                failed += rec["status"] != "ok"
+                print(f"[{done}/{len(todo)}] {s.id} {s.name}: {_summary(rec)}", file=sys.stderr, flush=True)
+            if shared is not None:
+                shared.forget()
+    print(f"rehearsed {done} of {len(todo)} shapes without a record ({len(chosen)} chosen) in "
+          f"{time.perf_counter() - t_all:.0f} s; {failed} failed", file=sys.stderr)
     return 1 if failed else 0

@@ -122,15 +122,61 @@ def test_batches_are_priced_per_epoch_and_pass_and_a_failed_rehearsal_prices_not
     assert failed.basis == estimate.NONE and failed.hours is None and "MemoryError" in failed.note
 
 
-def test_a_shape_without_a_rehearsal_is_priced_from_a_sibling_with_batches_scaled(reg, tmp_path):
+def _sibling_pair(reg, bounded: bool):
+    """Two shapes of one (task, model, data): the second's run asks for no more than the first ran (bounded) or more."""
     from timerepro import rehearse
 
-    shapes = [s for s in rehearse.shapes(reg, "paper") if s.shape["task"] == "link_prediction"]
-    pair = next(s.name for s in shapes if sum(t.name == s.name for t in shapes) > 1)
-    run, other = [next(iter(s.runs)) for s in shapes if s.name == pair][:2]
+    pairs: dict = {}
+    for s in rehearse.shapes(reg, "paper"):
+        pairs.setdefault(s.name, []).append(s)
+    for members in pairs.values():
+        for a in members:
+            for b in members:
+                if a is b:
+                    continue
+                run, other = a.runs[0], b.runs[0]
+                rec = {"shape": rehearse.shape_of(run.config)}
+                if bool(not estimate.sibling_gaps(rec, other.config)) == bounded:
+                    return run, other
+    raise LookupError("no such pair")
+
+
+def test_a_shape_without_a_rehearsal_is_priced_from_a_sibling_that_bounds_it(reg, tmp_path):
+    run, other = _sibling_pair(reg, bounded=True)
     rec = write_rehearsal(tmp_path, run)
     rec = {**rec, "shape": {**rec["shape"], "batch_size": 2 * run.config["batch_size"]}}
-    sib = estimate.sibling_record(rec, run.config)
+    sib = estimate.sibling_record(rec, run.config)  # twice the batches, each no dearer (a smaller batch)
     assert sib["train_batches_per_epoch"] == 200 and sib["train_batch_s"] == rec["train_batch_s"]
+    bigger = estimate.sibling_record({**rec, "shape": {**rec["shape"], "batch_size": run.config["batch_size"] // 2}},
+                                     run.config)  # half the batches, each up to twice as dear (a larger batch)
+    assert bigger["train_batches_per_epoch"] == 50 and bigger["train_batch_s"] == 2 * rec["train_batch_s"]
     est = estimate._estimate_paper(other, {rec["shape_id"]: rec}, estimate.References([]))
     assert est.basis == estimate.CPU_REHEARSAL and "sibling" in est.note
+
+
+def test_a_sibling_that_ran_less_prices_nothing_and_says_why(reg, tmp_path):
+    run, other = _sibling_pair(reg, bounded=False)
+    rec = write_rehearsal(tmp_path, run)
+    est = estimate._estimate_paper(other, {rec["shape_id"]: rec}, estimate.References([]))
+    assert est.basis == estimate.NONE and est.hours is None and "no upper bound" in est.note
+
+
+def test_passes_are_priced_each_by_its_own_batches_and_a_backbone_by_its_epochs(reg):
+    """A version-2 record: each pass its full batches x its seconds per batch, every epoch or once; node
+    classification's backbone adds backbone_epochs x its epoch and its final passes."""
+    run = next(r for r in reg.runs("paper", paper="linear_time") if r.config["task"] == "node_classification")
+    c = {**run.config, "max_epochs": 10, "backbone_epochs": 4, "backbone_eval_negatives": ["random", "historical"]}
+    rec = {"kind": "batches", "setup_s": 5.0, "rest_s": 0.5, "train_batch_s": 0.1, "train_batches_per_epoch": 10,
+           "eval_passes": [{"in_epoch": False, "batches": 30, "per_batch_s": 1.0}],  # the embeddings, once
+           "backbone": {"train_batch_s": 2.0, "train_batches_per_epoch": 100, "eval_strategies": 1,
+                        "strategies_key": "backbone_eval_negatives",
+                        "eval_passes": [{"in_epoch": True, "batches": 20, "per_batch_s": 0.5},
+                                        {"in_epoch": False, "batches": 40, "per_batch_s": 0.25}]}}
+    head = 5.0 + 10 * (10 * 0.1 + 0.5) + 30 * 1.0
+    backbone = 4 * (100 * 2.0 + 20 * 0.5) + 40 * 0.25 * 2  # two strategies where one was rehearsed
+    assert estimate.rehearsed_seconds(rec, c) == pytest.approx(head + backbone)  # version 1: the rest every epoch
+    split = {**rec, "rest_epoch_s": 0.2, "rest_once_s": 7.0}  # the rest: 0.2 s of each epoch untimed, 7 s once
+    assert estimate.rehearsed_seconds(split, c) == pytest.approx(5.0 + 10 * (10 * 0.1 + 0.2) + 7.0 + 30 * 1.0 + backbone)
+    untrained = {"kind": "batches", "setup_s": 5.0, "rest_s": 2.0, "trains": False,
+                 "eval_passes": [{"in_epoch": False, "batches": 30, "per_batch_s": 1.0}]}
+    assert estimate.rehearsed_seconds(untrained, c) == pytest.approx(5.0 + 2.0 + 30.0)  # EdgeBank: evaluated once

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+
 import pytest
 
 from timerepro import registry, rehearse
@@ -26,6 +29,8 @@ def test_a_shape_rehearses_its_widest_run_for_one_epoch_on_the_paper_stand_in(re
     config = s.config()
     assert rehearse._width(config) == max(rehearse._width(r.config) for r in s.runs)
     assert config["standin"] == "paper" and config["max_epochs"] == 1
+    nc = next(s for s in rehearse.shapes(reg, "paper") if s.shape["task"] == "node_classification")
+    assert nc.config()["backbone_epochs"] == 1  # the backbone it trains in the run: one epoch too
 
 
 def _smoke_shape(reg, task, model=None):
@@ -42,8 +47,40 @@ def test_link_prediction_rehearsal_times_its_batches_and_counts_an_epoch(reg, st
     assert rec["train_batches_per_epoch"] >= 1 and rec["eval_batches_per_epoch"] >= 1
     assert rec["eval_batches_final"] >= rec["eval_batches_per_epoch"]  # val and test, both settings
     assert rec["train_batch_s"] > 0 and rec["eval_batch_s"] > 0 and 0 < rec["setup_s"] < rec["wall_s"]
+    assert rec["train_batch_cpu_s"] > 0 and len(rec["load_average"]) == 2
+    assert 0 <= rec["rest_epoch_s"] and rec["rest_once_s"] <= rec["rest_s"]  # the rest: every epoch, and once
     assert rec["peak_rss_mb"] > 0 and rec["peak_gpu_mb"] is None and rec["device_type"] == "cpu"
     assert not (tmp_path / "runs").exists()  # a rehearsal writes no run record
+
+
+def test_a_functions_first_pass_runs_its_batches_and_each_later_pass_one(reg, standin_root, monkeypatch):
+    """Evaluation passes: the first validation pass times `batches` - 1 batches after a warm-up, every later pass (each
+    part, each sampler) one, and each says how many batches the full pass has and whether it is paid every epoch."""
+    monkeypatch.setenv("TIMEREPRO_DATA", str(standin_root("uci")))
+    shape = _smoke_shape(reg, "link_prediction", "tgat")
+    rec = rehearse.rehearse(shape, batches=3, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
+    first, *later = rec["eval_passes"]
+    assert first["in_epoch"] and first["timed"] == min(2, first["batches"] - 1) or first["batches"] == 1
+    assert later and all(not p["in_epoch"] and p["timed"] == 1 for p in later)
+    assert all(p["batches"] >= p["timed"] and p["per_batch_s"] > 0 for p in rec["eval_passes"])
+    assert rec["eval_batches_final"] == sum(p["batches"] for p in later)
+
+
+def test_node_classification_times_its_backbone_and_its_embedding_pass(reg, standin_root, monkeypatch):
+    """Node classification trains its link-prediction backbone in the run (a nested context): the backbone's batches
+    and passes are recorded apart, the embedding of every edge is a pass paid once, bounded like evaluation."""
+    monkeypatch.setenv("TIMEREPRO_DATA", str(standin_root("wikipedia")))
+    shape = next(s for s in rehearse.shapes(reg, "smoke") if s.shape["task"] == "node_classification"
+                 and s.shape.get("dataset") == "wikipedia")
+    rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
+    backbone = rec["backbone"]
+    assert backbone["train_batch_s"] > 0 and backbone["train_batches_per_epoch"] >= 1
+    assert any(p["name"] == "evaluate" and p["in_epoch"] for p in backbone["eval_passes"])
+    embeds = [p for p in rec["eval_passes"] if p["name"] == "source_embeddings"]
+    assert len(embeds) == 3 and not any(p["in_epoch"] for p in embeds)  # train, val, test: once per run
+    assert rec["train_batches_per_epoch"] >= 1  # the head's own batches
 
 
 def test_a_failure_at_size_is_recorded_not_raised(reg, monkeypatch):
@@ -58,9 +95,49 @@ def test_a_failure_at_size_is_recorded_not_raised(reg, monkeypatch):
     assert rec["status"] == "failed" and "MemoryError" in rec["error"]
 
 
-def test_a_task_without_batch_hooks_rehearses_one_whole_epoch(reg, standin_root, monkeypatch):
+def test_point_process_training_and_evaluation_are_bounded(reg, standin_root, monkeypatch):
     monkeypatch.setenv("TIMEREPRO_DATA", str(standin_root("taxi")))
     shape = _smoke_shape(reg, "temporal_point_process")
     rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
     assert rec["status"] == "ok", rec.get("traceback")
+    assert rec["kind"] == "batches" and rec["train_batch_s"] > 0 and rec["train_batches_per_epoch"] >= 1
+    in_epoch = [p for p in rec["eval_passes"] if p["in_epoch"]]
+    final = [p for p in rec["eval_passes"] if not p["in_epoch"]]
+    assert len(in_epoch) == 1 and len(final) == 1  # validation every epoch; the test pass (thinning) once
+
+
+def test_a_task_without_batch_hooks_rehearses_one_whole_epoch(reg, monkeypatch):
+    shape = _smoke_shape(reg, "sequence_classification")
+    rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
     assert rec["kind"] == "epoch" and rec["epoch_s"] > 0 and rec["once_s"] >= 0
+
+
+def test_shapes_of_one_dataset_share_its_loading_in_one_process(standin_root, tmp_path):
+    """The command rehearses the shapes of one dataset in forks of one process that loaded the data once: every
+    record carries that one measurement in its set-up. (A process of its own, as a user runs it: a fork of a process
+    that has run torch's thread pool may hang in it, so the command forks before any torch work.)"""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TIMEREPRO_DATA": str(standin_root("uci"))}
+    cmd = [sys.executable, "-m", "timerepro", "rehearse", "--scale", "smoke", "--standin", "smoke", "--one-per-pair",
+           "--shape", "link_prediction/tgat/uci", "--shape", "link_prediction/tgn/uci", "--batches", "1",
+           "--device", "cpu", "--redo", "--shape-timeout-s", "600", "--results", str(tmp_path)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    recs = [json.loads(p.read_text()) for p in sorted((tmp_path / "rehearsal").glob("*.json"))]
+    assert len(recs) == 2 and all(r["status"] == "ok" for r in recs)
+    assert len({r["setup_shared_s"] for r in recs}) == 1 and all(r["setup_s"] >= r["setup_shared_s"] > 0 for r in recs)
+    assert all("measured once" in r["setup_shared"] for r in recs)
+
+
+def test_the_costliest_sibling_stands_for_its_pair(reg):
+    pairs: dict = {}
+    for s in rehearse.shapes(reg, "paper"):
+        pairs.setdefault(s.name, []).append(s)
+    name, members = next((n, m) for n, m in pairs.items() if len({rehearse._cost_rank(s)[0] for s in m}) > 1)
+    args = argparse.Namespace(task=[], shape=[name], one_per_pair=True, smallest_first=False, budget_s=None)
+    (chosen,) = [s for s in rehearse._selected(members, args) if s.name == name]
+    assert rehearse._cost_rank(chosen)[0] == max(rehearse._cost_rank(s)[0] for s in members)

@@ -111,7 +111,9 @@ def run(config: dict, ctx) -> dict:
         gen = torch.Generator().manual_seed(seed * 100003 + epoch)  # a resumed run sees the same batches
         order = torch.randperm(len(train), generator=gen).tolist()
         carry = {"total": 0.0}  # what a stopped epoch carries to its resumption (dropout: the global RNG, restored)
-        for i in cursor.batches(range(0, len(order), bs), save=lambda: dict(carry), load=carry.update):
+        starts = range(0, len(order), bs)
+        batches = cursor.batches(starts, save=lambda: dict(carry), load=carry.update)
+        for i in ctx.progress(batches, desc=f"epoch {epoch}", total=len(starts)):  # a rehearsal bounds and times it
             idx = order[i:i + bs]
             logits = model.out(last_states(model, *batch([train[j] for j in idx])))
             loss = F.cross_entropy(logits, ytrain[idx])

@@ -113,10 +113,12 @@ def run(config: dict, ctx) -> dict:
     initial = kernel_curves(model, train, K, int(config["kernel_grid_points"]))  # Figure 2's control (claim c10)
     opt = torch.optim.Adam(param_groups(model, config), lr=float(config["lr"]))
     gen = torch.Generator().manual_seed(seed)
+    n_batches = -(-len(train) // batch)  # ceil
 
     def one_epoch(epoch: int, cursor) -> dict:
         return train_epoch(model, opt, train, batch_size=batch, shuffle=bool(config["shuffle"]), generator=gen,
-                           num_samples=n_int, max_grad_norm=config.get("max_grad_norm"), cursor=cursor)
+                           num_samples=n_int, max_grad_norm=config.get("max_grad_norm"), cursor=cursor,
+                           progress=lambda batches: ctx.progress(batches, desc=f"epoch {epoch}", total=n_batches))
 
     def validate() -> dict:
         m = evaluate(model, dev, batch_size=batch, thinning=None, num_samples=n_int)

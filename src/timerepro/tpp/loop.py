@@ -23,19 +23,20 @@ from timerepro.tpp.thinning import ThinningConfig, predict_next
 
 def train_epoch(model, optimizer: torch.optim.Optimizer, seqs: EventSequences, *, batch_size: int,
                 shuffle: bool = False, generator: torch.Generator | None = None, num_samples: int = 20,
-                sampling: str = "grid", max_grad_norm: float | None = None, cursor=None) -> dict:
+                sampling: str = "grid", max_grad_norm: float | None = None, cursor=None, progress=None) -> dict:
     """One pass; each step minimizes the batch's negative log-likelihood per event (EasyTPP's loss / num_events).
 
     `cursor` (a `train.EpochCursor`, from `train.fit(..., mid_epoch=True)`): the pass can stop between two batches
     and resume there; the pass's order and running sums travel in the checkpoint (`generator`, which drew the order
-    and draws the integral's points, is restored with the other RNGs)."""
+    and draws the integral's points, is restored with the other RNGs). `progress`: wraps the batches (a run's
+    `ctx.progress`, which a rehearsal bounds and times)."""
     model.train()
     device = next(model.parameters()).device
     carry = {"order": batch_order(len(seqs), shuffle, generator), "total": 0.0, "events": 0}
     starts = range(0, len(seqs), batch_size)
     if cursor is not None:
         starts = cursor.batches(starts, save=lambda: dict(carry), load=carry.update)
-    for start in starts:
+    for start in progress(starts) if progress is not None else starts:
         batch = batch_of(seqs, carry["order"][start:start + batch_size], model.pad_token_id)
         ll = log_likelihood(model, batch.to(device), num_samples=num_samples, sampling=sampling, generator=generator)
         n = ll.n_events
