@@ -332,6 +332,11 @@ def _timed_s(t: Timings) -> float:
     return own + (_timed_s(t.backbone) if t.backbone is not None else 0.0)
 
 
+def _epoch_s(row: dict) -> float:
+    """An epoch's wall seconds from its history row: training and validation."""
+    return float(row.get("epoch_time_s") or 0) + float(row.get("val_time_s") or 0)
+
+
 def _figures(t: Timings, strategies_key: str | None, config: dict) -> dict:
     """Per-batch figures of one run level (the run, or its nested backbone)."""
     out: dict = {}
@@ -348,7 +353,7 @@ def _figures(t: Timings, strategies_key: str | None, config: dict) -> dict:
         out.update(eval_strategies=len(config.get(strategies_key) or [None]), strategies_key=strategies_key)
     if t.history:  # the epoch's wall time (training + validation) beyond what was timed: paid every epoch
         row = t.history[0]
-        epoch = float(row.get("epoch_time_s") or 0) + float(row.get("val_time_s") or 0)
+        epoch = _epoch_s(row)
         timed = sum(t.train) + sum(p["seconds"] + p["warmup_s"] for p in t.passes if p["in_epoch"])
         out["rest_epoch_s"] = round(max(epoch - timed, 0.0), 3)
     return out
@@ -367,10 +372,8 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
     dev = pick_device(device)
     config = shape.config(standin)
     timings = Timings(batches=batches)
-    record = {"format": FORMAT, "shape_id": shape.id, "shape": shape.shape, "name": shape.name,
-              "runs": len(shape.runs), "run_id": config["run_id"], "config": config, "batches": batches,
-              "device": device_name(dev), "device_type": dev.split(":")[0], "torch": torch.__version__,
-              "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_average": [_load_average()]}
+    record = {**_record_head(shape, batches, dev), "run_id": config["run_id"], "config": config,
+              "torch": torch.__version__, "load_average": [_load_average()]}
     runner = get_task(config["task"])
     memory = PeakMemory().start(dev)
     t0 = time.perf_counter()
@@ -413,7 +416,7 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
         record["rest_once_s"] = round(max(record["rest_s"] - every_epoch, 0.0), 3)
     elif timings.history:  # a whole epoch: its history says what an epoch costs
         row = timings.history[0]
-        epoch = float(row.get("epoch_time_s") or 0) + float(row.get("val_time_s") or 0)
+        epoch = _epoch_s(row)
         record.update(kind="epoch", epoch_s=round(epoch, 3), once_s=round(max(wall - epoch, 0.0) + shared_s, 3))
     else:  # no epochs (statistics, cost probes): the run is its cost
         record.update(kind="run", once_s=round(wall + shared_s, 3))
@@ -534,10 +537,15 @@ class SharedData:
         gc.collect()
 
 
-def _failed(shape: Shape, batches: int, device: str, error: str) -> dict:
+def _record_head(shape: Shape, batches: int, device: str) -> dict:
+    """What every rehearsal record of `shape` starts with, measured or failed."""
     return {"format": FORMAT, "shape_id": shape.id, "shape": shape.shape, "name": shape.name, "runs": len(shape.runs),
             "batches": batches, "device": device_name(device), "device_type": device.split(":")[0],
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "status": "failed", "error": error,
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _failed(shape: Shape, batches: int, device: str, error: str) -> dict:
+    return {**_record_head(shape, batches, device), "status": "failed", "error": error,
             "wall_s": None, "peak_rss_mb": None, "peak_gpu_mb": None}
 
 
