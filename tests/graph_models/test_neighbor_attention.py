@@ -224,6 +224,24 @@ def test_random_sampling_keeps_dyglibs_order_of_draws():
 
 # ------------------------------------------------------------------ DyGFormer
 
+def pass_and_grads(model, src, neg, ts) -> tuple:
+    """One `pair_embeddings` pass from zeroed gradients: (h_u, h_v, the parameters' gradients)."""
+    model.zero_grad(set_to_none=True)
+    h_u, h_v = model.pair_embeddings(src, neg, ts)
+    (h_u.sum() + 2 * h_v.sum()).backward()
+    return h_u.detach(), h_v.detach(), grads(model)
+
+
+def assert_same_pass(got: tuple, ref: tuple) -> None:
+    """Two `pass_and_grads` results agree: embeddings and every parameter's gradient."""
+    (u, v, g), (ref_u, ref_v, ref_g) = got, ref
+    torch.testing.assert_close(u, ref_u, **TOL)
+    torch.testing.assert_close(v, ref_v, **TOL)
+    assert g.keys() == ref_g.keys()
+    for name in g:
+        torch.testing.assert_close(g[name], ref_g[name], **TOL, msg=name)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_fused_attention_layer_matches_the_module(causal):
     torch.manual_seed(0)
@@ -258,16 +276,8 @@ def test_packed_tokens_give_the_outputs_of_the_padded_layout(variant, patch_size
     for fused in (True, False):  # unfused: nn.MultiheadAttention on the padded layout
         for layer in model.layers:
             layer.fused = fused
-        model.zero_grad(set_to_none=True)
-        h_u, h_v = model.pair_embeddings(src, neg, ts)
-        (h_u.sum() + 2 * h_v.sum()).backward()
-        results.append((h_u.detach(), h_v.detach(), grads(model)))
-    (u, v, g), (ref_u, ref_v, ref_g) = results
-    torch.testing.assert_close(u, ref_u, **TOL)
-    torch.testing.assert_close(v, ref_v, **TOL)
-    assert g.keys() == ref_g.keys()
-    for name in g:
-        torch.testing.assert_close(g[name], ref_g[name], **TOL, msg=name)
+        results.append(pass_and_grads(model, src, neg, ts))
+    assert_same_pass(*results)
 
 
 @pytest.mark.parametrize("variant", ["dygformer", "dygformer_separate", "dygdecoder"])
@@ -289,15 +299,8 @@ def test_blocks_of_rows_give_the_outputs_of_the_whole_batch(variant, train, monk
     results = []
     for block_tokens in (0, 2 * width):  # the whole batch; two rows per block (the joint variant: one row)
         monkeypatch.setattr(model, "block_tokens", block_tokens)
-        model.zero_grad(set_to_none=True)
-        h_u, h_v = model.pair_embeddings(src, neg, ts)
-        (h_u.sum() + 2 * h_v.sum()).backward()
-        results.append((h_u.detach(), h_v.detach(), grads(model)))
-    (u, v, g), (ref_u, ref_v, ref_g) = results
-    torch.testing.assert_close(u, ref_u, **TOL)
-    torch.testing.assert_close(v, ref_v, **TOL)
-    for name in ref_g:
-        torch.testing.assert_close(g[name], ref_g[name], **TOL, msg=name)
+        results.append(pass_and_grads(model, src, neg, ts))
+    assert_same_pass(*results)
 
 
 def test_cooccurrence_table_is_the_encoder_applied_to_every_count():
