@@ -93,7 +93,7 @@ class StopAtBatch(Exception):
 class EpochCursor:
     """Where a training epoch stands: the next batch and the task's own state there (None: the epoch's start).
 
-    `batches(items, save=..., load=...)` yields items from `start` on; at every batch boundary (also
+    `batches(items, carry=...)` (or `save=..., load=...`) yields items from `start` on; at every batch boundary (also
     after the last batch) a stop request ends the epoch with `StopAtBatch(i, save())`. A resumed
     epoch first gives the saved state to `load`, then sets the RNGs back to their state at the stop
     (whatever the epoch drew before its loop, it draws again on resumption). `save` returns what the loop carries from batch to
@@ -106,8 +106,11 @@ class EpochCursor:
     generator: torch.Generator | None = None
     stop: Callable[[], bool] = stopping.requested
 
-    def batches(self, items: Sequence | Iterable, *, save: Callable[[], dict],
-                load: Callable[[dict], None]):
+    def batches(self, items: Sequence | Iterable, *, carry: dict | None = None,
+                save: Callable[[], dict] | None = None, load: Callable[[dict], None] | None = None):
+        """`carry`: a dict of running values saved and restored whole (the usual case); else `save` and `load`."""
+        if carry is not None:
+            save, load = (lambda: dict(carry)), carry.update
         items = items if isinstance(items, Sequence) else list(items)
         if self.state is not None:
             load(self.state)

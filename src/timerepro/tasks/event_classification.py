@@ -112,7 +112,7 @@ def run(config: dict, ctx) -> dict:
         order = torch.randperm(len(train), generator=gen).tolist()
         carry = {"total": 0.0}  # what a stopped epoch carries to its resumption (dropout: the global RNG, restored)
         starts = range(0, len(order), bs)
-        batches = cursor.batches(starts, save=lambda: dict(carry), load=carry.update)
+        batches = cursor.batches(starts, carry=carry)
         for i in ctx.progress(batches, desc=f"epoch {epoch}", total=len(starts)):  # a rehearsal bounds and times it
             idx = order[i:i + bs]
             logits = model.out(last_states(model, *batch([train[j] for j in idx])))

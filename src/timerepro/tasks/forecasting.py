@@ -118,7 +118,7 @@ def run(config: dict, ctx) -> dict:
             order = order[:int(cap)]
         steps = max(1, len(order) // batch)  # drop_last=True (one short batch if fewer windows)
         carry = {"total": 0.0}  # what a stopped epoch carries to its resumption (dropout: the global RNG, restored)
-        batches = cursor.batches(range(steps), save=lambda: dict(carry), load=carry.update)
+        batches = cursor.batches(range(steps), carry=carry)
         for b in ctx.progress(batches, desc=f"epoch {epoch}", total=steps):  # a rehearsal bounds and times it
             idx = order[b * batch:(b + 1) * batch]
             loss = F.mse_loss(model(xtr[idx].to(device)), ytr[idx].to(device))

@@ -217,7 +217,7 @@ def run(config: dict, ctx) -> dict:
             order = torch.randperm(len(seqs), generator=torch.Generator().manual_seed(seed * 100003 + epoch)).tolist()
         carry = {"total": 0.0, "count": 0}  # what a stopped epoch carries to its resumption (dropout: the global RNG)
         starts = range(0, len(order), bs)
-        batches = cursor.batches(starts, save=lambda: dict(carry), load=carry.update)
+        batches = cursor.batches(starts, carry=carry)
         for i in ctx.progress(batches, desc=f"epoch {epoch}", total=len(starts)):  # a rehearsal bounds and times it
             chunk = [seqs[j] for j in order[i:i + bs]]
             types, tau, lengths = batch(chunk)

@@ -248,7 +248,7 @@ def train_head(model: lp.LinkPredictionModel, data: CTDGData, config: dict, ctx)
         head.train()
         carry = {"total": 0.0}  # what a stopped epoch carries to its resumption (dropout: the global RNG, restored)
         starts = range(0, len(y_train), batch_size)
-        for start in ctx.progress(cursor.batches(starts, save=lambda: dict(carry), load=carry.update),
+        for start in ctx.progress(cursor.batches(starts, carry=carry),
                                   desc=f"epoch {epoch}", initial=cursor.start, total=len(starts)):
             logits = head(emb["train"][start:start + batch_size])  # (B,)
             loss = F.binary_cross_entropy_with_logits(logits, y_train[start:start + batch_size])

@@ -35,7 +35,7 @@ def train_epoch(model, optimizer: torch.optim.Optimizer, seqs: EventSequences, *
     carry = {"order": batch_order(len(seqs), shuffle, generator), "total": 0.0, "events": 0}
     starts = range(0, len(seqs), batch_size)
     if cursor is not None:
-        starts = cursor.batches(starts, save=lambda: dict(carry), load=carry.update)
+        starts = cursor.batches(starts, carry=carry)
     for start in progress(starts) if progress is not None else starts:
         batch = batch_of(seqs, carry["order"][start:start + batch_size], model.pad_token_id)
         ll = log_likelihood(model, batch.to(device), num_samples=num_samples, sampling=sampling, generator=generator)
