@@ -308,14 +308,14 @@ def sibling_record(rec: dict, config: dict) -> dict:
                                    "per_batch_s": p["per_batch_s"] * max(own / theirs, 1.0)} for p in fig["eval_passes"]]
 
     own, theirs = config.get("batch_size"), rec["shape"].get("batch_size")
-    scale(out, own, theirs, ("train_batches_per_epoch",), ("train_batch_s",))
     own_eval = config.get("eval_batch_size") or own
     theirs_eval = rec["shape"].get("eval_batch_size") or theirs
-    scale(out, own_eval, theirs_eval, ("eval_batches_per_epoch", "eval_batches_final"), ("eval_batch_s",))
     if rec.get("backbone"):  # node classification's backbone trains and evaluates in the same batches
         out["backbone"] = dict(rec["backbone"])
-        scale(out["backbone"], own, theirs, ("train_batches_per_epoch",), ("train_batch_s",))
-        scale(out["backbone"], own_eval, theirs_eval, ("eval_batches_per_epoch", "eval_batches_final"), ("eval_batch_s",))
+    for fig in (out, out.get("backbone")):
+        if fig:
+            scale(fig, own, theirs, ("train_batches_per_epoch",), ("train_batch_s",))
+            scale(fig, own_eval, theirs_eval, ("eval_batches_per_epoch", "eval_batches_final"), ("eval_batch_s",))
     return out
 
 
