@@ -58,10 +58,28 @@ PAPER_TPP = {"taxi": dict(train=1378, dev=189, test=378, min_len=36, max_len=38)
 PAPER_SERIES_ROWS = {"ETT_hour": 17420, "ETT_minute": 69680, "ecl": 26304, "traffic": 17544, "weather": 52696,
                      "exchange": 7588}
 MNIST_SIZE["paper"] = (60000, 10000)
-NTIDIGITS_SIZE["paper"] = (2464, 2486)  # TIDIGITS' isolated-digit utterances, train and test
-# Last.fm 1K: its 992 users (800 train, 192 test); events per user capped at 1000 (the real ~19k each: 19M rows
-# would take an hour to write, and the TimeLSTM preprocessing keeps max_seq_len = 200 of them per sequence)
-LASTFM_USERS["paper"] = 992
+# paper Event-MNIST: events per image (pixels with intensity / 255 > 0.9) at these quantiles of the real MNIST's 70,000
+# images (train and test, the pinned package copy; tests/unit/test_paper_standins.py recomputes them), so a batch's
+# padded length is the real one
+MNIST_EVENT_QUANTILES = {"levels": (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0),
+                         "events": (2, 17, 26, 33, 47, 65, 87, 110, 125, 157, 283)}  # mean 68.9, sd 30.5
+NTIDIGITS_SIZE["paper"] = (2464, 2486)  # TIDIGITS' isolated-digit utterances, train and test (time2vec.yaml stats)
+# paper N-TIDIGITS18: events per utterance and its length are NOT known offline (neither the paper nor tonic prints
+# them; the real file is a download): ASSUMED log-normal with median 2,000 events over 0.5-1.5 s, which the paper's
+# binned variant (frames of 100 events, Appendix B) fits; the cost of every N-TIDIGITS18 run scales with it, so the
+# first real download should replace it (`read_ntidigits` gives the counts)
+NTIDIGITS_EVENTS = dict(median=2000, sigma=0.6, min=200, max=20000, seconds=(0.5, 1.5))
+# paper next-item sets (TimeLSTM preprocessing), sized as the paper's statistics (/work/shared/reference/papers/
+# time2vec.yaml, datasets Last.FM and CiteULike): `users` sequences, a `vocab` of items that hold `events` rows between
+# them (the rows the vocabulary cut keeps), and `rare` items of fewer rows each that the cut drops. Last.fm 1K: 992
+# users (its README, quoted in /work/shared/reference/datasets.md; TimeLSTM's 800 train + 192 test), 5,000 items,
+# ~819K events; its real 19M rows are not written (the vocabulary cut drops all but these and their delta times).
+# CiteULike: ~1.6K sequences, 5,000 items, ~36K events (the real dump is unobtainable; no paper-scale run reads it)
+PAPER_NEXT_ITEM = {
+    "lastfm_1k": dict(users=992, vocab=5000, events=819_000, rare=60_000,
+                      start="2005-02-14", end="2009-06-19"),  # times: uniform over the years (cost does not read them)
+    "citeulike": dict(users=1600, vocab=5000, events=36_000, rare=4_000, start="2004-11-01", end="2013-12-31"),
+}
 
 
 DAY = 86400.0
@@ -92,9 +110,10 @@ def label_for(ds: Dataset) -> str:
     return f"synthetic stand-in for {ds.title} (not the real data)"
 
 
-GENERATOR_VERSION = 4  # bump whenever a generator's output changes (2: CTDG labels = burst state changes;
+GENERATOR_VERSION = 5  # bump whenever a generator's output changes (2: CTDG labels = burst state changes;
 # 3: CTDG interaction graphs with sessions, recency-weighted repeated partners, replies, endpoint features;
-# 4: a CTDG draw without new-node validation or test edges is drawn again)
+# 4: a CTDG draw without new-node validation or test edges is drawn again; 5: paper size: graph features from a row
+# table and exact timestamps in the CSV, the time2vec sets at their real sizes)
 MARKER = ".generator"  # written last into a stand-in's raw folder: version and seed it was made with
 
 
@@ -345,14 +364,32 @@ def graph_csv_bytes(df: pd.DataFrame, jodie_header: bool = True) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def paper_graph(rng: np.random.Generator, size: dict, bipartite: bool, feat_dim: int) -> tuple[pd.DataFrame, np.ndarray]:
-    """Edges u,i,ts,label and (E, feat_dim) float32 features of a graph of the real set's size, drawn vectorised.
+FEATURE_ROWS = 4096  # a paper-size graph's edge features are rows of one table of this many rows (`paper_graph`)
+
+
+@dataclass(frozen=True)
+class FeatureRows:
+    """Edge features as rows of one table: edge e has `table[rows[e]]`, so the CSV writer formats the table once
+    and joins its rows (Reddit's 672k x 172 values in seconds, where formatting every float took most of the
+    40 minutes its stand-in took)."""
+
+    table: np.ndarray  # (R, d) float32
+    rows: np.ndarray  # (E,) int64 row of each edge
+
+    def dense(self) -> np.ndarray:
+        return self.table[self.rows]  # (E, d)
+
+
+def paper_graph(rng: np.random.Generator, size: dict, bipartite: bool,
+                feat_dim: int) -> tuple[pd.DataFrame, FeatureRows]:
+    """Edges u,i,ts,label and the edge features (`FeatureRows`) of a graph of the real set's size, drawn vectorised.
 
     The cost of a model depends on the size, the degrees and the time stamps, not on what is learnable, so
     this is simpler than `synth_graph`: sources by log-normal activity, each with 8 favourite destinations
     (80% of its edges) drawn by Zipf popularity, the rest by popularity; every id occurs among the first
     edges (DyGLib's reindexing needs every id of each side); times uniform over the span (distinct to 0.1 s,
-    as the real sets' timestamps nearly are) or over `steps` steps; features as `edge_features`."""
+    as the real sets' timestamps nearly are) or over `steps` steps. Features: zeros for a set without any (one
+    column); else a row of a `FEATURE_ROWS`-row Gaussian table picked by the edge's destination and a draw."""
     n_edges, n = size["edges"], size["nodes"]
     n_src = size["sources"] if bipartite else n
     n_dst = n - n_src if bipartite else n
@@ -374,25 +411,25 @@ def paper_graph(rng: np.random.Generator, size: dict, bipartite: bool, feat_dim:
     else:
         t = np.round(np.sort(rng.uniform(0, size["span"], n_edges)), 1)
     df = pd.DataFrame({"u": src, "i": dst, "ts": t, "label": burst_labels(src, t)})
-    feats = np.zeros((n_edges, feat_dim), dtype=np.float32)
     if feat_dim > 1 or "steps" in size:
-        z_src = rng.standard_normal((n_src, feat_dim), dtype=np.float32)
-        z_dst = rng.standard_normal((n_dst, feat_dim), dtype=np.float32)
-        for lo in range(0, n_edges, 100_000):  # in chunks: Reddit's 672k x 172 floats, one copy at a time
-            hi = min(lo + 100_000, n_edges)
-            feats[lo:hi] = (0.6 * z_dst[dst[lo:hi]] + 0.3 * z_src[src[lo:hi]]
-                            + 0.5 * rng.standard_normal((hi - lo, feat_dim), dtype=np.float32))
-    return df, feats
+        table = np.round(rng.standard_normal((FEATURE_ROWS, feat_dim), dtype=np.float32), 4)
+        rows = (dst.astype(np.int64) * 31 + rng.integers(0, 16, n_edges)) % FEATURE_ROWS  # (E,): by destination
+    else:  # no features: DyGLib's raw format keeps one zero column
+        table, rows = np.zeros((1, feat_dim), dtype=np.float32), np.zeros(n_edges, dtype=np.int64)
+    return df, FeatureRows(table, rows)
 
 
-def write_graph_csv(path: Path, df: pd.DataFrame, feats: np.ndarray) -> Path:
-    """The upstream raw CSV of `graph_csv_bytes`, written in chunks by pandas (millions of rows)."""
+def write_graph_csv(path: Path, df: pd.DataFrame, feats: FeatureRows, chunk: int = 200_000) -> Path:
+    """The upstream raw CSV of `graph_csv_bytes` (`u,i,ts,label,f1,...`, Python float reprs, so timestamps stay
+    exact), written in chunks of joined strings: each feature row is formatted once."""
+    feat_text = [",".join(map(repr, row)) for row in feats.table.astype(np.float64).round(4).tolist()]
     with open(path, "w") as fh:
         fh.write("user_id,item_id,timestamp,state_label,comma_separated_list_of_features\n")
-        for lo in range(0, len(df), 200_000):
-            part = df.iloc[lo:lo + 200_000].reset_index(drop=True)
-            cols = pd.concat([part, pd.DataFrame(feats[lo:lo + 200_000].astype(np.float64)).round(4)], axis=1)
-            cols.to_csv(fh, header=False, index=False, float_format="%.6g")
+        for lo in range(0, len(df), chunk):
+            part = df.iloc[lo:lo + chunk]
+            cols = (part["u"].tolist(), part["i"].tolist(), part["ts"].astype(float).tolist(),
+                    part["label"].astype(float).tolist(), feats.rows[lo:lo + chunk].tolist())
+            fh.write("".join(f"{u},{i},{t!r},{lab!r},{feat_text[r]}\n" for u, i, t, lab, r in zip(*cols)))
     return path
 
 
@@ -594,12 +631,14 @@ def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
     if kind == "event_mnist":
         n_train, n_test = MNIST_SIZE[scale]
         for prefix, n in (("train", n_train), ("t10k", n_test)):
-            images, labels = synth_digits(rng, n)
+            images, labels = paper_digits(rng, n) if scale == "paper" else synth_digits(rng, n)
             for suffix, arr in (("images-idx3-ubyte.gz", images), ("labels-idx1-ubyte.gz", labels)):
                 path = folder / f"{prefix}-{suffix}"
                 path.write_bytes(idx_bytes(arr))
                 out[path.name] = path
         return out
+    if kind == "ntidigits" and scale == "paper":
+        return {ds.files[0].name: paper_ntidigits(folder / ds.files[0].name, rng)}
     if kind == "ntidigits":
         import h5py
 
@@ -639,6 +678,9 @@ def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
             path.write_bytes(pickle.dumps({"dim_process": K, split: events}, protocol=2))
             out[path.name] = path
         return out
+    if kind in ("timelstm_lastfm", "timelstm_citeulike") and scale == "paper":
+        write = {"timelstm_lastfm": paper_lastfm_tar, "timelstm_citeulike": paper_citeulike_bz2}[kind]
+        return {ds.files[0].name: write(folder / ds.files[0].name, paper_plays(rng, PAPER_NEXT_ITEM[ds.name]), rng)}
     if kind == "timelstm_lastfm":
         n_users = LASTFM_USERS[scale]
         n_tracks = 50 if scale == "smoke" else 800
@@ -649,7 +691,7 @@ def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
         for u in range(n_users):
             uid = f"user_{u + 1:06d}"
             profiles.append(f"{uid}\tm\t\tNowhere\tJan 1, 2008")
-            n = int(rng.integers(5, {"smoke": 40, "offline": 400}.get(scale, 1000)))
+            n = int(rng.integers(5, {"smoke": 40, "offline": 400}[scale]))
             period = float(rng.choice([1800, 86400, 7 * 86400]))
             t = t0 + np.cumsum(rng.exponential(period, n)).astype(np.int64)
             tracks = rng.choice(n_tracks, n, p=popularity)
@@ -657,14 +699,7 @@ def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
                 ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ti))
                 name = "" if rng.uniform() < 0.02 else f"Track {tr}"
                 lines.append(f"{uid}\t{ts}\tart-{tr % 17}\tArtist {tr % 17}\ttrk-{tr}\t{name}")
-        path = folder / ds.files[0].name
-        with tarfile.open(path, "w:gz") as tf:
-            for name, text in (("userid-timestamp-artid-artname-traid-traname.tsv", "\n".join(lines) + "\n"),
-                               ("userid-profile.tsv", "\n".join(profiles) + "\n")):
-                data = text.encode()
-                info = tarfile.TarInfo(f"lastfm-dataset-1K/{name}")
-                info.size, info.mtime = len(data), 0
-                tf.addfile(info, io.BytesIO(data))
+        path = lastfm_tar(folder / ds.files[0].name, lines, profiles)
         out[path.name] = path
         return out
     if kind == "timelstm_citeulike":
@@ -692,4 +727,134 @@ def _citeulike(path: Path, n_users: int, rng) -> Path:
             for tag in rng.choice(["time", "rnn", "survey", "graph", "no-tag"], int(rng.integers(1, 4)), replace=False):
                 lines.append(f"{1000 + art}|{user}|{stamp}|{tag}")
     path.write_bytes(bz2.compress(("\n".join(lines) + "\n").encode()))
+    return path
+
+
+def lastfm_tar(path: Path, lines: list[str], profiles: list[str]) -> Path:
+    """Celma's `lastfm-dataset-1K.tar.gz`: the plays TSV (one line per play) and the profiles TSV in its folder."""
+    with tarfile.open(path, "w:gz") as tf:
+        for name, text in (("userid-timestamp-artid-artname-traid-traname.tsv", "\n".join(lines) + "\n"),
+                           ("userid-profile.tsv", "\n".join(profiles) + "\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(f"lastfm-dataset-1K/{name}")
+            info.size, info.mtime = len(data), 0
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+# ---------------------------------------------------------------- paper-size time2vec sets (vectorised)
+
+@dataclass(frozen=True)
+class Plays:
+    """One row per play (Last.fm) or post (CiteULike), in no order: user, item, unix seconds."""
+
+    user: np.ndarray  # (P,) int64 in 0..users-1
+    item: np.ndarray  # (P,) int64: 0..vocab-1 the vocabulary's items, above: rare ones
+    seconds: np.ndarray  # (P,) int64
+
+
+def paper_plays(rng: np.random.Generator, size: dict) -> Plays:
+    """The rows of a next-item set of the paper's size (`PAPER_NEXT_ITEM`): each of the `vocab` items gets at least
+    `floor` rows and `events` rows go to them by Zipf popularity; each of the `rare` items fewer than `floor` rows
+    (so TimeLSTM's vocabulary cut keeps exactly the first ones); users by log-normal activity, each at least once."""
+    vocab, events, users = size["vocab"], size["events"], size["users"]
+    floor = max(2, events // vocab // 4)
+    weights = 1.0 / np.arange(1, vocab + 1) ** 0.8
+    counts = np.maximum(floor, np.floor(weights / weights.sum() * events)).astype(np.int64)  # (vocab,)
+    rare = rng.integers(1, min(floor, 6), size["rare"])  # (rare,) each below the vocabulary's floor
+    item = rng.permutation(np.concatenate([np.repeat(np.arange(vocab), counts),
+                                           np.repeat(vocab + np.arange(size["rare"]), rare)]))
+    activity = rng.lognormal(0.0, 1.0, users)
+    user = rng.choice(users, len(item), p=activity / activity.sum())
+    user[np.flatnonzero(item < vocab)[:users]] = rng.permutation(users)  # every user plays a vocabulary item
+    lo, hi = (pd.Timestamp(size[k], tz="UTC").value // 10**9 for k in ("start", "end"))
+    return Plays(user.astype(np.int64), item.astype(np.int64), rng.integers(lo, hi, len(item)))
+
+
+def paper_lastfm_tar(path: Path, plays: Plays, rng: np.random.Generator) -> Path:
+    """`paper_plays` as Last.fm 1K's tar: per user newest first (upstream's order), 2% of the rows without a track
+    name (upstream has such rows; the preprocessing drops them), artists by track."""
+    order = np.lexsort((-plays.seconds, plays.user))  # by user, newest first
+    user, item = plays.user[order], plays.item[order]
+    stamps = np.datetime_as_string(plays.seconds[order].astype("datetime64[s]"), unit="s")  # (P,) ISO, no zone
+    named = rng.uniform(size=len(item)) >= 0.02  # (P,)
+    lines = [f"user_{u + 1:06d}\t{s}Z\tart-{i % 997}\tArtist {i % 997}\ttrk-{i}\t{f'Track {i}' if ok else ''}"
+             for u, s, i, ok in zip(user.tolist(), stamps.tolist(), item.tolist(), named.tolist())]
+    profiles = ["#id\tgender\tage\tcountry\tregistered"] + [f"user_{u + 1:06d}\tm\t\tNowhere\tJan 1, 2008"
+                                                           for u in range(int(plays.user.max()) + 1)]
+    return lastfm_tar(path, lines, profiles)
+
+
+def paper_citeulike_bz2(path: Path, plays: Plays, rng: np.random.Generator) -> Path:
+    """`paper_plays` as citeulike's `current.bz2`: `article|user_md5|timestamp|tag`, 1-3 tag rows per post (the
+    preprocessing's `uniq` folds them), microsecond timestamps as the dump writes them."""
+    import bz2
+    import hashlib
+
+    md5 = [hashlib.md5(f"user{u}".encode()).hexdigest() for u in range(int(plays.user.max()) + 1)]
+    micro = plays.seconds * 1_000_000 + rng.integers(0, 1_000_000, len(plays.item))  # (P,) distinct posts
+    stamps = np.datetime_as_string(micro.astype("datetime64[us]"), unit="us")  # 'YYYY-MM-DDTHH:MM:SS.ffffff'
+    tags = rng.integers(1, 4, len(plays.item))  # (P,) tag rows per post
+    names = ("time", "rnn", "survey", "graph", "no-tag")
+    lines = [f"{1000 + i}|{md5[u]}|{s[:10]} {s[11:]}+00|{names[(i + k) % 5]}"
+             for u, i, s, n in zip(plays.user.tolist(), plays.item.tolist(), stamps.tolist(), tags.tolist())
+             for k in range(n)]
+    path.write_bytes(bz2.compress(("\n".join(lines) + "\n").encode()))
+    return path
+
+
+def paper_digits(rng: np.random.Generator, n: int, chunk: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
+    """n 28x28 uint8 images whose number of events (pixels above 0.9 x 255) follows the real MNIST's
+    (`MNIST_EVENT_QUANTILES`): the brightest pixels along the class's strokes, a grey fringe of half as many."""
+    quantiles = MNIST_EVENT_QUANTILES
+    if quantiles["events"] is None:
+        raise ValueError("MNIST_EVENT_QUANTILES has no event counts")
+    templates = np.stack([_digit_template(c) for c in range(10)]).reshape(10, 784)  # (10, 784) 1 on strokes
+    labels = rng.integers(0, 10, n)
+    k = np.rint(np.interp(rng.uniform(0, 1, n), quantiles["levels"], quantiles["events"])).astype(np.int64)  # (n,)
+    images = np.zeros((n, 784), dtype=np.uint8)
+    rank = np.arange(784)
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        # (b, 784): stroke pixels first (score >= 1), then the rest, in random order within each
+        order = np.argsort(-(templates[labels[lo:hi]] + rng.uniform(0, 0.99, (hi - lo, 784))), axis=1)
+        kb = k[lo:hi, None]
+        value = np.where(rank < kb, rng.integers(230, 256, (hi - lo, 784)),
+                         np.where(rank < kb + kb // 2, rng.integers(20, 230, (hi - lo, 784)), 0))  # (b, 784) by rank
+        np.put_along_axis(images[lo:hi], order, value.astype(np.uint8), axis=1)
+    return images.reshape(n, 28, 28), labels.astype(np.uint8)
+
+
+def _digit_template(c: int) -> np.ndarray:
+    """28x28 0/1 strokes of class c: a vertical and a horizontal bar, 6 pixels wide, placed by the class."""
+    img = np.zeros((28, 28))
+    r0, c0 = 3 + c % 3 * 2, 3 + c // 3 * 2
+    img[r0:r0 + 20, c0 + c % 4:c0 + c % 4 + 6] = 1
+    img[r0 + c % 5 * 3:r0 + c % 5 * 3 + 6, c0:c0 + 18] = 1
+    return img
+
+
+def paper_ntidigits(path: Path, rng: np.random.Generator) -> Path:
+    """tonic's N-TIDIGITS18 HDF5 with the paper's single-digit utterances (`NTIDIGITS_SIZE["paper"]`), each
+    `NTIDIGITS_EVENTS` events (an assumption: see there) on 64 channels around its digit's band, in time order."""
+    import h5py
+
+    spec = NTIDIGITS_EVENTS
+    with h5py.File(path, "w") as h5:
+        for part, n in zip(("train", "test"), NTIDIGITS_SIZE["paper"]):
+            digits = rng.integers(0, 11, n)
+            counts = np.clip(np.rint(spec["median"] * rng.lognormal(0.0, spec["sigma"], n)), spec["min"], spec["max"])
+            counts = counts.astype(np.int64)  # (n,)
+            seconds = rng.uniform(*spec["seconds"], n)
+            owner = np.repeat(np.arange(n), counts)  # (events,) utterance of each event
+            t = rng.uniform(0, 1, len(owner)) * seconds[owner]
+            channel = np.clip(np.rint(rng.normal(4 + 5.5 * digits[owner], 6)), 0, 63).astype(np.int64)
+            order = np.lexsort((t, owner))  # by utterance, then time
+            t, channel = t[order], channel[order]
+            ptr = np.concatenate([[0], np.cumsum(counts)])
+            ids = [f"{part}-s{j:05d}-{'o123456789z'[d]}" for j, d in enumerate(digits.tolist())]
+            for j, sid in enumerate(ids):
+                h5.create_dataset(f"{part}_addresses/{sid}", data=channel[ptr[j]:ptr[j + 1]])
+                h5.create_dataset(f"{part}_timestamps/{sid}", data=t[ptr[j]:ptr[j + 1]])
+            h5.create_dataset(f"{part}_labels", data=np.array([s.encode() for s in ids]))
     return path
