@@ -5,7 +5,7 @@ cost little more than one. Each member keeps everything that makes its run its o
 weights, its data, its generators (batch order, dropout), its Adam step count, its early stopping
 and its checkpoint, so a member's result does not depend on which other members share its batch
 (tested) and a killed member resumes from its own checkpoint whatever epoch the others reached.
-Members leave the stack as soon as they stop early; the stack is rebuilt only when one leaves.
+Members leave the stack as soon as they stop early; the stack is rebuilt every epoch.
 """
 
 from __future__ import annotations
@@ -179,15 +179,13 @@ def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: 
         if m.epoch >= max_epochs or m.stopper.should_stop:
             _finish(m, on_done)
     bar = progress(total=max_epochs) if progress else None
-    rnd, last_save, active = 0, time.monotonic(), []
+    rnd, last_save = 0, time.monotonic()
     while any(not m.done for m in members):
-        if not active or any(m.done for m in active):  # the stack, rebuilt only when a member has left it
-            active = [m for m in members if not m.done]
-            flat, buffers = FlatParams(active), stack(active, "buffers")
-            opt = StackedAdam({"flat": flat.flat}, lr=lr,
-                              steps=torch.tensor([m.steps for m in active], dtype=torch.float64),
-                              exp_avg={"flat": flat.flatten(active, "exp_avg")},
-                              exp_avg_sq={"flat": flat.flatten(active, "exp_avg_sq")})
+        active = [m for m in members if not m.done]
+        flat, buffers = FlatParams(active), stack(active, "buffers")
+        opt = StackedAdam({"flat": flat.flat}, lr=lr, steps=torch.tensor([m.steps for m in active], dtype=torch.float64),
+                          exp_avg={"flat": flat.flatten(active, "exp_avg")},
+                          exp_avg_sq={"flat": flat.flatten(active, "exp_avg_sq")})
         t0 = time.perf_counter()
         stats = train_epoch(active, flat, buffers, opt, rnd)
         epoch_time = (time.perf_counter() - t0) / len(active)  # a member's share of the stacked epoch
@@ -196,20 +194,16 @@ def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: 
         stop = stopping.requested()  # SLURM's stop: every member still training checkpoints this round, then exit
         save = stop or time.monotonic() - last_save >= CHECKPOINT_EVERY_S
         for i, m in enumerate(active):
+            m.params = flat.unflatten(flat.flat, i)
+            m.exp_avg = flat.unflatten(opt.exp_avg["flat"], i)
+            m.exp_avg_sq = flat.unflatten(opt.exp_avg_sq["flat"], i)
             m.steps = float(opt.steps[i])
             if m.stopper.update(float(vals[i][monitor]), m.epoch):
-                m.best_state = flat.unflatten(flat.flat, i)
+                m.best_state = {k: v.clone() for k, v in m.params.items()}
             m.history.append({"epoch": m.epoch, "epoch_time_s": round(epoch_time, 4), "ensemble_size": len(active),
                               **stats[i], **{f"val_{k}": v for k, v in vals[i].items()}})
             m.epoch += 1
-        leaving = [m.stopper.should_stop or m.epoch >= max_epochs for m in active]
-        if save or any(leaving):  # each member's own copy of its state: to checkpoint, or to restack without leavers
-            for i, m in enumerate(active):
-                m.params = flat.unflatten(flat.flat, i)
-                m.exp_avg = flat.unflatten(opt.exp_avg["flat"], i)
-                m.exp_avg_sq = flat.unflatten(opt.exp_avg_sq["flat"], i)
-        for m, leaves in zip(active, leaving):
-            if leaves:
+            if m.stopper.should_stop or m.epoch >= max_epochs:
                 m.ctx.write_history(m.history)
                 _finish(m, on_done)
             elif save:

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from timerepro import ensemble, registry, runs, stopping
-from timerepro.tasks import sequence_classification
 
 
 def test_stacked_adam_equals_torch_adam_per_member():
@@ -33,20 +32,6 @@ def test_stacked_adam_equals_torch_adam_per_member():
     assert sa.steps.tolist() == [5, 8]
     for i in range(2):
         torch.testing.assert_close(stacked["w"][i], refs[i].detach(), rtol=0, atol=1e-7)
-
-
-class _TwoSites:
-    def dropout_shapes(self, batch, n_events):
-        return [(batch, n_events + 1, 3), (batch, n_events + 1, 12)]
-
-
-def test_dropout_masks_are_the_scaled_keep_masks_to_the_bit():
-    """0 or float32 1 / (1 - p), exactly what (u >= p).float() / (1 - p) gives (the records' formula so far)."""
-    u = torch.rand(3, 1000, generator=torch.Generator().manual_seed(0))
-    for p in (0.1, 0.3, 0.5):
-        masks, offset = sequence_classification._dropout_masks(u, 7, _TwoSites(), 4, 7, p)
-        assert offset == 7 + 4 * 8 * 3 + 4 * 8 * 12 and [m.shape for m in masks] == [(3, 4, 8, 3), (3, 4, 8, 12)]
-        assert torch.equal(torch.cat([m.reshape(3, -1) for m in masks], 1), (u[:, 7:offset] >= p).float() / (1 - p))
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ run draws its batch order and dropout from its own generators, so its result is 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -88,7 +86,7 @@ def _setup(config: dict, ctx) -> ensemble.Member:
 
 def _dropout_uniforms(members: list[ensemble.Member], model, n: int, batch: int, n_events: int) -> torch.Tensor:
     """One epoch of uniforms for every dropout site of every step, one draw per member: (S, total)."""
-    total = sum(math.prod(s) for start in range(0, n, batch)
+    total = sum(int(np.prod(s)) for start in range(0, n, batch)
                 for s in model.dropout_shapes(min(batch, n - start), n_events))
     return torch.stack([torch.rand(total, generator=m.generators["dropout"]) for m in members])
 
@@ -96,12 +94,11 @@ def _dropout_uniforms(members: list[ensemble.Member], model, n: int, batch: int,
 def _dropout_masks(uniforms: torch.Tensor, offset: int, model, batch: int, n_events: int,
                    p: float) -> tuple[list[torch.Tensor], int]:
     """This step's scaled keep-masks (S, *site) cut from the epoch's uniforms, and the next offset."""
-    scale = torch.ones(()) / (1 - p)  # float32 1 / (1 - p), the value (u >= p).float() / (1 - p) gives a kept unit
     masks = []
     for shape in model.dropout_shapes(batch, n_events):
-        size = math.prod(shape)
+        size = int(np.prod(shape))
         u = uniforms[:, offset : offset + size]
-        masks.append(((u >= p) * scale).view(len(uniforms), *shape))  # 0 or scale: one pass fewer than float() / (1-p)
+        masks.append(((u >= p).float() / (1 - p)).view(len(uniforms), *shape))
         offset += size
     return masks, offset
 
