@@ -5,7 +5,8 @@ of each run under each checkout, measured alternately, one process per run, one 
     python benchmarks/same_metrics.py --before /path/to/other/checkout --scale offline \\
         dyg_mamba/lp_tgn:1 linear_time/lp_dygformer_separate:1 hawkes_attention/tpp_taxi:2 --repeat 3
 
-A selection `paper/experiment:n` is the experiment's first n runs of the scale (registry order; default 1). Each
+A selection `paper/experiment:n` is the experiment's first n runs of the scale (registry order; default 1),
+`paper/experiment@i,j` its runs i and j. Each
 run executes in a fresh process whose source tree is the checkout's (`PYTHONPATH`, `TIMEREPRO_ROOT`), its results
 in a scratch folder, the data cache shared (`--data`, default: a scratch folder, prepared by the first process).
 A run alone trains as the ensemble of one where its task stacks seeds: the same result as in its group.
@@ -85,11 +86,15 @@ def run_once(checkout: Path, results: Path, data: Path, scale: str, selection: t
 
 
 def parse_selection(text: str) -> list[tuple[str, str, int]]:
-    name, _, n = text.partition(":")
+    """`paper/experiment[:n]`: its first n runs; `paper/experiment@i,j,..`: its runs i, j, .. (registry order)."""
+    name, picked, indices = text.partition("@")
+    if not picked:
+        name, _, n = text.partition(":")
+        indices = ",".join(str(i) for i in range(int(n or 1)))
     paper, _, experiment = name.partition("/")
     if not experiment:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected paper/experiment[:n]")
-    return [(paper, experiment, i) for i in range(int(n or 1))]
+        raise argparse.ArgumentTypeError(f"{text!r}: expected paper/experiment[:n] or paper/experiment@i,j")
+    return [(paper, experiment, int(i)) for i in indices.split(",")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         child(Path(argv[1]), argv[2], argv[3], argv[4], int(argv[5]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("selections", nargs="+", help="paper/experiment[:n]")
+    parser.add_argument("selections", nargs="+", help="paper/experiment[:n] or paper/experiment@i,j")
     parser.add_argument("--before", type=Path, required=True, help="the other checkout (its src/ and params/)")
     parser.add_argument("--after", type=Path, default=HERE.parents[1], help="default: this checkout")
     parser.add_argument("--scale", default="offline")
