@@ -28,7 +28,8 @@ Protocol, the same for both sides of a row:
   weights are not shared here: `graph_dyglib_bench.py` does that for TGAT and DyGFormer), so the metrics are
   two draws of one process, to be read against their spread over the seeds;
 * floor (DyGFormer only): `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
-  shapes; the reference step time over it bounds what an exact float32 implementation can gain.
+  shapes (the attention's q k^T and weighted values included); the reference step time over it bounds what an
+  exact float32 implementation can gain.
 Throughput is batches per second; a ratio is project / reference, the median over the seeds.
 
 Run (from the repository root, with the project's .venv and PYTHONPATH=src; einops on the path for DyG-Mamba):
@@ -335,7 +336,8 @@ def main(argv=None) -> None:
         floor = child(args, "project", "dygformer", 0, mode="floor")
         if "error" not in floor:
             step, ev = (median([1 / r[k] for r in floor_ref if k in r]) for k in ("train_bps", "eval_bps"))
-            print(f"DyGFormer floor: its matrix products alone take {floor['float32_s']:.3f} s per training step and "
+            print(f"DyGFormer floor: its matrix products alone (attention's included) take {floor['float32_s']:.3f} s "
+                  f"per training step and "
                   f"{floor['float32_eval_s']:.3f} s per evaluation step (float32, {args.threads} thread(s)) against "
                   f"DyGLib's {step:.3f} s and {ev:.3f} s: an exact float32 implementation reaches at most "
                   f"{step / floor['float32_s']:.2f}x in training and {ev / floor['float32_eval_s']:.2f}x in evaluation")

@@ -234,8 +234,12 @@ class TransformerLayer(nn.Module):
         out = attend_heads(qkv[pack.source].view(batch, width, 3 * dim), heads, pack.key_bias.to(qkv.dtype)[:, None, :],
                            causal, att.dropout, self.training)
         out = out.reshape(batch * width, dim)[pack.dense]  # (B * W, d) -> the kept tokens (T, d)
-        x = x + self.dropout(F.linear(out, att.out_proj.weight, att.out_proj.bias))
-        return x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+        x = self._residual(x, F.linear(out, att.out_proj.weight, att.out_proj.bias))
+        return self._residual(x, self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+
+    def _residual(self, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
+        """x + Drop(branch), one pass where the mask is drawn by `models.dropout`."""
+        return dropout_module.add_dropout(x, branch, self.dropout.p, self.training)
 
     def forward(self, x: torch.Tensor, causal: bool = False,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -248,8 +252,8 @@ class TransformerLayer(nn.Module):
             # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
             mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
             out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
-        x = x + self.dropout(out)
-        x = x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+        x = self._residual(x, out)
+        x = self._residual(x, self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
         return x, weights
 
 

@@ -194,28 +194,33 @@ class TCL(SampledHistory, nn.Module):
         return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.node_feat.device)
 
     def _projected(self, part: str, table: FeatureTable, zero: bool, ids: np.ndarray) -> torch.Tensor:
-        """(B, L) ids -> (B, L, d_node) projected rows, or (d_node,) the bias alone for an all-zero table (W 0 + b = b)."""
+        """(T,) ids -> (T, d_node) projected rows, or (d_node,) the bias alone for an all-zero table (W 0 + b = b)."""
         return self.projection[part].bias if zero else self.projection[part](table[self._index(ids)])
 
     def _inputs(self, nodes: np.ndarray, times: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
-        """(B, k + 1, d_node) inputs [self, k neighbours] and the host (B, k + 1) mask of real tokens (not padding)."""
+        """(T, d_node) inputs of the real tokens of the sequences [self, k neighbours], row-major (the packed order
+        of `Tokens`), and the host (B, k + 1) mask of real tokens. A padding token is a masked key everywhere and
+        never read out, so its input is never built (no time encoding, projection or sum on padding)."""
         hood = self._sample(nodes, times, self.num_neighbors)
         # (B, 1 + k): the node itself first, at time t with the padding edge
         ids = np.concatenate([nodes[:, None], hood.neighbor_ids], axis=1)
-        eids = np.concatenate([np.zeros((len(nodes), 1), np.int64), hood.edge_ids], axis=1)
-        ts = np.concatenate([times[:, None], hood.times.astype(np.float64)], axis=1)
-        dt = torch.from_numpy(times[:, None] - ts).float().to(self.node_feat.device)  # (B, 1 + k)
-        depth = self.depth_embedding(torch.arange(ids.shape[1], device=dt.device))  # (1 + k, d_node)
-        # DyGLib's order of the sum: node + edge + time + depth, (B, 1 + k, d_node)
-        x = (self._projected("node", self.node_feat, self.node_feat_zero, ids)
+        real = ids != 0
+        rows, cols = np.nonzero(real)  # (T,) each real token's sequence and position, row-major
+        eids = np.concatenate([np.zeros((len(nodes), 1), np.int64), hood.edge_ids], axis=1)[rows, cols]
+        ts = np.concatenate([times[:, None], hood.times.astype(np.float64)], axis=1)[rows, cols]
+        dt = torch.from_numpy(times[rows] - ts).float().to(self.node_feat.device)  # (T,)
+        depth = self.depth_embedding(self._index(cols))  # (T, d_node)
+        # DyGLib's order of the sum: node + edge + time + depth, (T, d_node)
+        x = (self._projected("node", self.node_feat, self.node_feat_zero, ids[rows, cols])
              + self._projected("edge", self.edge_feat, self.edge_feat_zero, eids)
              + self.projection["time"](self.time_encoder(dt)) + depth)
-        return x, ids != 0
+        return x, real
 
     def sequence(self, nodes: np.ndarray, times: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, k + 1, d_node) inputs [self, k neighbours] and (B, k + 1) padding mask (True = padding)."""
+        """(B, k + 1, d_node) inputs [self, k neighbours], zeros at padding (a masked key, never read out), and the
+        (B, k + 1) padding mask (True = padding): DyGLib's layout, for the block as DyGLib calls it."""
         x, real = self._inputs(nodes, times)
-        return x, torch.from_numpy(~real).to(x.device)
+        return Tokens.of(real, x).padded(x), torch.from_numpy(~real).to(x.device)
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
@@ -231,18 +236,19 @@ class TCL(SampledHistory, nn.Module):
         return h[:n], h[n:]
 
     def encode_pairs(self, x: torch.Tensor, real: np.ndarray, u: np.ndarray, v: np.ndarray) -> torch.Tensor:
-        """S sequences x (S, L, d), their real tokens (S, L) (host), pairs (u[p], v[p]) of rows -> (2P, d): the
-        read-outs of the u-sides, then of the v-sides. DyGLib's layers (self-attention on each side, then co-attention
-        across the pair) on the real tokens only: a padding position is a masked key in every attention and never
-        read out, so its own outputs are never used. The first self-attention runs once per sequence; from the first
-        co-attention on, the 2P pair sides are the sequences (u-sides, then v-sides: a side's keys are the other half)."""
+        """The real tokens x (T, d) of S sequences (row-major), their mask (S, L) (host), pairs (u[p], v[p]) of rows
+        -> (2P, d): the read-outs of the u-sides, then of the v-sides. DyGLib's layers (self-attention on each side,
+        then co-attention across the pair) on the real tokens only: a padding position is a masked key in every
+        attention and never read out, so its own outputs are never used. The first self-attention runs once per
+        sequence; from the first co-attention on, the 2P pair sides are the sequences (u-sides, then v-sides: a side's
+        keys are the other half)."""
         p, dim = len(u), x.shape[-1]
         mine, other = np.concatenate([u, v]), np.concatenate([v, u])  # (2P,) rows: the query side, the key side
         token = np.full(real.shape, -1)
         token[real] = np.arange(int(real.sum()))  # (S, L): index of each real token among the S sequences' tokens
         seq, sides = Tokens.of(real, x), Tokens.of(real[mine], x)
         to_sides, mine, other = (self._index(a) for a in (token[mine][real[mine]], mine, other))
-        h = x.reshape(-1, dim).index_select(0, seq.dense)  # (T, d): the real tokens
+        h = x  # (T, d): the real tokens
 
         def across(t: torch.Tensor, first: bool, keys: bool) -> torch.Tensor:
             """Rows of the pair sides: the query side's (keys=False) or the other side's (keys=True)."""
