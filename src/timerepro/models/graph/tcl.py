@@ -69,6 +69,9 @@ class TransformerBlock(nn.Module):
     `forward` is the block as DyGLib calls it (`nn.MultiheadAttention` on the padded sequences); TCL's pair pass
     calls `project` and `attend_projected`, the same function with each sequence's Q, K, V computed once."""
 
+    # rows per block of the row-wise part after the attention (`_rows`); 0 = all rows at once
+    block_tokens: int = 2048
+
     def __init__(self, dim: int, num_heads: int, dropout: float):
         super().__init__()
         if dim % num_heads:
@@ -103,8 +106,9 @@ class TransformerBlock(nn.Module):
         out = attend(q, k, v, key_bias.to(q.dtype)[:, None, None, :], False, att.dropout, self.training)
         # heads concatenated: (N, H, Lq, d_h) -> (N * Lq, d) -> the kept queries -> output projection
         out = out.transpose(1, 2).reshape(n * lq, dim)
-        out = out.view(n, lq, dim) if dense is None else out.index_select(0, dense)
-        return self._rest(query, F.linear(out, att.out_proj.weight, att.out_proj.bias))
+        if dense is None:
+            return self._rest(query, F.linear(out.view(n, lq, dim), att.out_proj.weight, att.out_proj.bias))
+        return self._rows(query, out.index_select(0, dense))
 
     def attend_read_out(self, query: torch.Tensor, keys: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
         """The block for one query position: query (N, d), keys = values (N, L, d) unprojected, key_bias (N, L) ->
@@ -124,6 +128,20 @@ class TransformerBlock(nn.Module):
         out = torch.einsum("nhd,hed->nhe", weights @ keys, w[2]) + b[2] * weights.sum(-1, keepdim=True)
         return self._rest(query, F.linear(out.reshape(n, dim), att.out_proj.weight, att.out_proj.bias))
 
+    def _rows(self, query: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The block after its attention on (T, d) rows: output projection of the heads `out`, then `_rest`, in
+        blocks of `block_tokens` rows unless a dropout mask is drawn (blocks would draw other masks). Each operation
+        acts on a row, so a block's activations (the FFN's 4d among them) pass through while still in cache, with
+        the same outputs (DyGFormer's `block_tokens`, docs/graph_speed.md)."""
+        att, rows = self.attention, self.block_tokens
+
+        def finish(q: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+            return self._rest(q, F.linear(o, att.out_proj.weight, att.out_proj.bias))
+
+        if not rows or len(query) <= rows or (self.training and self.dropout.p > 0):
+            return finish(query, out)
+        return torch.cat([finish(q, o) for q, o in zip(query.split(rows), out.split(rows))])
+
     def _rest(self, query: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         out = self.norm_attn(query + self.dropout(hidden))
         return self.norm_ffn(out + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(out), inplace=True)))))
@@ -131,25 +149,31 @@ class TransformerBlock(nn.Module):
 
 class Tokens(NamedTuple):
     """The real (non-padding) tokens of N sequences of length L: `dense` (T,) their positions in the flat (N * L)
-    layout (row-major: the packed order), `first` (N,) the packed index of each row's position 0 (the node itself,
-    never padding), `key_bias` (N, L) 0 or -inf on padding (the key mask nn.MultiheadAttention builds)."""
+    layout (row-major: the packed order), `pad` the positions of the others, `first` (N,) the packed index of each
+    row's position 0 (the node itself, never padding), `key_bias` (N, L) 0 or -inf on padding (the key mask
+    nn.MultiheadAttention builds)."""
 
     dense: torch.Tensor
+    pad: torch.Tensor
     first: torch.Tensor
     key_bias: torch.Tensor
 
     @classmethod
     def of(cls, real: np.ndarray, like: torch.Tensor) -> "Tokens":
         counts = real.sum(axis=1).astype(np.int64)
-        dense, first = (torch.from_numpy(a).to(like.device) for a in (np.flatnonzero(real), np.cumsum(counts) - counts))
+        dense, pad, first = (torch.from_numpy(a).to(like.device)
+                             for a in (np.flatnonzero(real), np.flatnonzero(~real), np.cumsum(counts) - counts))
         key_bias = torch.zeros(real.shape, dtype=like.dtype, device=like.device).masked_fill_(
             torch.from_numpy(~real).to(like.device), float("-inf"))
-        return cls(dense, first, key_bias)
+        return cls(dense, pad, first, key_bias)
 
     def padded(self, t: torch.Tensor) -> torch.Tensor:
-        """Packed (T, c) -> (N, L, c), zeros at padding."""
+        """Packed (T, c) -> (N, L, c), zeros at padding (a masked key must be finite). One write per row: the padding
+        rows zeroed, the real ones copied in place into a fresh buffer (the out-of-place `index_copy` would fill the
+        whole buffer with zeros and copy it once more first)."""
         n, length = self.key_bias.shape
-        return t.new_zeros(n * length, t.shape[-1]).index_copy(0, self.dense, t).view(n, length, -1)
+        out = t.new_empty(n * length, t.shape[-1]).index_fill_(0, self.pad, 0.0)
+        return out.index_copy_(0, self.dense, t).view(n, length, -1)
 
 
 class TCL(SampledHistory, nn.Module):
@@ -264,8 +288,12 @@ class TCL(SampledHistory, nn.Module):
             # co-attention, u-sides over their v-side, then v-sides over their u-side
             if i == last:  # queried at the read-out position 0 only: the other k are never read
                 query, keys = h.index_select(0, cur.first), cur.padded(h)  # (N, d), (N, L, d)
-                h = layer.attend_read_out(across(query, i == 0, False), across(keys, i == 0, True),
-                                          across(cur.key_bias, i == 0, True))
+                if i == 0:
+                    h = layer.attend_read_out(across(query, True, False), across(keys, True, True),
+                                              across(cur.key_bias, True, True))
+                else:  # side r's keys are side r + P's (mod 2P): the (2P, d) queries rotated by P, not the keys
+                    h = layer.attend_read_out(torch.cat([query[p:], query[:p]]), keys, cur.key_bias)
+                    h = torch.cat([h[p:], h[:p]])  # row r + P (mod 2P) is side r's
                 return self.output(h)  # the node's own position, (2P, d)
             q, k, v = cur.padded(layer.project(h)).split(dim, dim=-1)
             query = h.index_select(0, to_sides) if i == 0 else h  # (T_sides, d)
