@@ -34,7 +34,7 @@ from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import Neighborhood, TemporalNeighbors
 from timerepro.models import dropout as dropout_module
 from timerepro.models.dropout import Dropout
-from timerepro.models.graph.dygformer import attend
+from timerepro.models.graph.dygformer import BLOCK_TOKENS, attend, in_blocks
 from timerepro.models.graph.features import FeatureTable
 from timerepro.models.graph.queries import distinct_queries
 
@@ -70,7 +70,7 @@ class TransformerBlock(nn.Module):
     calls `project` and `attend_projected`, the same function with each sequence's Q, K, V computed once."""
 
     # rows per block of the row-wise part after the attention (`_rows`); 0 = all rows at once
-    block_tokens: int = 2048
+    block_tokens: int = BLOCK_TOKENS
 
     def __init__(self, dim: int, num_heads: int, dropout: float):
         super().__init__()
@@ -130,17 +130,14 @@ class TransformerBlock(nn.Module):
 
     def _rows(self, query: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """The block after its attention on (T, d) rows: output projection of the heads `out`, then `_rest`, in
-        blocks of `block_tokens` rows unless a dropout mask is drawn (blocks would draw other masks). Each operation
-        acts on a row, so a block's activations (the FFN's 4d among them) pass through while still in cache, with
-        the same outputs (DyGFormer's `block_tokens`, docs/graph_speed.md)."""
-        att, rows = self.attention, self.block_tokens
+        blocks of `block_tokens` rows (`in_blocks`: each operation acts on a row, so a block's activations, the FFN's
+        4d among them, pass through while still in cache) unless a dropout mask is drawn (blocks draw other masks)."""
+        att = self.attention
 
         def finish(q: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
             return self._rest(q, F.linear(o, att.out_proj.weight, att.out_proj.bias))
 
-        if not rows or len(query) <= rows or (self.training and self.dropout.p > 0):
-            return finish(query, out)
-        return torch.cat([finish(q, o) for q, o in zip(query.split(rows), out.split(rows))])
+        return in_blocks(finish, 0 if self.training and self.dropout.p > 0 else self.block_tokens, query, out)
 
     def _rest(self, query: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         out = self.norm_attn(query + self.dropout(hidden))
