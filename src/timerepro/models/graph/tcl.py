@@ -288,6 +288,8 @@ class TCL(SampledHistory, nn.Module):
                 if i == 0:
                     h = layer.attend_read_out(across(query, True, False), across(keys, True, True),
                                               across(cur.key_bias, True, True))
+                elif self.training and layer.dropout.p > 0:  # masks drawn in the sides' order
+                    h = layer.attend_read_out(query, across(keys, False, True), across(cur.key_bias, False, True))
                 else:  # side r's keys are side r + P's (mod 2P): the (2P, d) queries rotated by P, not the keys
                     h = layer.attend_read_out(torch.cat([query[p:], query[:p]]), keys, cur.key_bias)
                     h = torch.cat([h[p:], h[:p]])  # row r + P (mod 2P) is side r's
