@@ -15,8 +15,8 @@ torch thread count, on the same graph and the same batches:
   implementations); a training step is DyGLib's (positive and negative scores, BCE, backward, Adam
   step), an evaluation step scores the same without gradients; one untimed warm-up step of each.
   Edges per second count positive edges, as DyGLib's epoch times do. The ratio is project / DyGLib;
-* floor (DyGFormer): the time of its matrix products alone at DyGLib's shapes, float32 and bfloat16,
-  and what it bounds (`measure_floor`);
+* floor (DyGFormer): the time of its matrix products alone at DyGLib's shapes (the attention's q k^T and
+  weighted values included), float32 and bfloat16, and what it bounds (`measure_floor`);
 * AP (unless --quick or --no-ap): one training epoch on the first 70% of the edges, then the test
   AP (DyGLib's mean of per-batch AP) on the last 15%, each edge against one random negative (same
   draws), for both implementations from the SAME initial weights (DyGLib's initialisation with
@@ -289,37 +289,57 @@ def measure_ap(impl: str, name: str, dyglib: str, threads: int, weights: str, se
 
 
 def measure_floor(name: str, threads: int, repeats: int = 5) -> dict:
-    """DyGFormer: seconds of the matrix products alone of one training step at DyGLib's shapes (the positive
-    and the negative pairs, each 200 x 64 tokens of width 4 d_ch through every layer: QKV, output, FFN in
-    and out; forward and backward), in float32 and bfloat16, and of the forward alone (an evaluation batch).
-    Every token goes through every layer and the output averages all of them, so no exact change removes these
-    products: DyGLib's step time over the float32 figure bounds what an exact float32 implementation can gain."""
+    """DyGFormer: seconds of the matrix products alone of one training step at DyGLib's shapes, in float32 and
+    bfloat16, and of the forward alone (an evaluation batch). A step is the positive and the negative pairs, each
+    200 sequences of 64 tokens of width 4 d_ch through every layer: the QKV, output, FFN-in and FFN-out products and
+    the attention's own per head (scores q k^T, (L, L), and the weighted values, (L, d_h)); backward: the gradients
+    of the inputs and the weights. Every token goes through every layer and the output averages all of them, so no
+    exact change removes these products: DyGLib's step time over the float32 figure bounds what an exact float32
+    implementation can gain. Only products are timed: the inputs, weights and output gradients are drawn (and cast
+    to bfloat16) before the clock starts, gradients are returned rather than accumulated, and the attention products
+    run on inputs of their own (the softmax between them is not a product)."""
     import torch
 
     assert name == "dygformer", "the floor is stated for DyGFormer only"
     torch.set_num_threads(threads)
     cfg = CONFIG[name]
-    d, rows = 4 * cfg["channel_dim"], BATCH * 2 * cfg["max_input_sequence_length"] // cfg["patch_size"]
+    d, length, heads = 4 * cfg["channel_dim"], 2 * cfg["max_input_sequence_length"] // cfg["patch_size"], cfg["num_heads"]
+    rows = BATCH * length
     shapes = [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)]  # (out, in) of QKV, output, FFN in, FFN out
-    weights = [torch.randn(*s, requires_grad=True) for s in shapes]
 
-    def step(dtype, backward: bool = True) -> None:
-        for _ in range(2):  # positive pairs, negative pairs
-            x = torch.randn(rows, d, dtype=dtype, requires_grad=backward)
+    def draw(dtype) -> dict:
+        leaf = lambda *shape: torch.randn(*shape).to(dtype).requires_grad_()  # noqa: E731
+        return {"weights": [leaf(*s) for s in shapes],
+                "x": [leaf(rows, d) for _ in range(2)],  # positive pairs, negative pairs
+                "grad": torch.randn(rows, d).to(dtype),
+                # one head's q, k, v (B, L, d_h) and the gradient of its output
+                "head": [leaf(BATCH, length, d // heads) for _ in range(3)],
+                "head_grad": torch.randn(BATCH, length, d // heads).to(dtype)}
+
+    def step(t: dict, backward: bool = True) -> None:
+        w = t["weights"]
+        q, k, v = t["head"]
+        for x in t["x"]:
+            h = x
             with torch.set_grad_enabled(backward):
                 for _ in range(cfg["num_layers"]):
-                    qkv = x @ weights[0].to(dtype).t()
-                    x = ((qkv[:, :d] @ weights[1].to(dtype).t()) @ weights[2].to(dtype).t()) @ weights[3].to(dtype).t()
+                    qkv = h @ w[0].t()
+                    h = ((qkv[:, :d] @ w[1].t()) @ w[2].t()) @ w[3].t()
+                    for _ in range(heads):  # (B, L, d_h) @ (B, d_h, L) -> (B, L, L) scores, @ v -> (B, L, d_h)
+                        out = torch.bmm(torch.bmm(q, k.transpose(1, 2)), v)
+                        if backward:
+                            torch.autograd.grad(out, (q, k, v), t["head_grad"])
             if backward:
-                x.sum().backward()
+                torch.autograd.grad(h, [x, *w], t["grad"])
 
     out = {}
     for dtype, backward, key in ((torch.float32, True, "float32_s"), (torch.bfloat16, True, "bfloat16_s"),
                                  (torch.float32, False, "float32_eval_s")):
-        step(dtype, backward)
+        tensors = draw(dtype)
+        step(tensors, backward)
         t0 = time.perf_counter()
         for _ in range(repeats):
-            step(dtype, backward)
+            step(tensors, backward)
         out[key] = (time.perf_counter() - t0) / repeats
     return out
 
@@ -416,7 +436,8 @@ def main(argv=None) -> None:
             floor = child(args, "project", "dygformer", "floor")
             dyglib_step, dyglib_eval = (np.median([d[key] for d in dyglib_runs["dygformer"]])
                                         for key in ("train_s_per_batch", "eval_s_per_batch"))
-            print(f"\nDyGFormer's matrix products alone (one training step at DyGLib's shapes, forward and backward): "
+            print(f"\nDyGFormer's matrix products alone (one training step at DyGLib's shapes, the attention's own "
+                  f"included, forward and backward): "
                   f"{floor['float32_s']:.3f} s in float32, {floor['bfloat16_s']:.3f} s in bfloat16 against DyGLib's "
                   f"{dyglib_step:.3f} s step: an exact float32 implementation trains at most "
                   f"{dyglib_step / floor['float32_s']:.2f}x DyGLib's speed; bfloat16 products allow "

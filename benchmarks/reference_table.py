@@ -27,8 +27,11 @@ Protocol, the same for both sides of a row:
   (positives against their negatives, pooled). The two sides start from their own seeded initialisations (the
   weights are not shared here: `graph_dyglib_bench.py` does that for TGAT and DyGFormer), so the metrics are
   two draws of one process, to be read against their spread over the seeds;
-* floor (DyGFormer only): `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
-  shapes; the reference step time over it bounds what an exact float32 implementation can gain.
+* floor: DyGFormer's is `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
+  shapes (the attention's q k^T and weighted values included); TCL's (`OWN_FLOOR`, `measure_products`) is the
+  self time of the project's own matrix products under torch.profiler (an exact implementation's, about 1.8x
+  fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time over a floor bounds what that
+  float32 work allows, and the project's products over its own step is the fraction of the floor it reaches.
 Throughput is batches per second; a ratio is project / reference, the median over the seeds.
 
 Run (from the repository root, with the project's .venv and PYTHONPATH=src; einops on the path for DyG-Mamba):
@@ -39,6 +42,7 @@ Run (from the repository root, with the project's .venv and PYTHONPATH=src; eino
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -57,6 +61,8 @@ ROOT = HERE.parent
 START = 30000
 
 MODELS = tuple(REFERENCE)
+OWN_FLOOR = ("tcl",)  # floor from the project's own products (`measure_products`)
+PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")  # the matrix products of a floor
 HEAVY = ("cawn", "dyg_mamba")  # minutes per process on one starved core: fewer seeds (--heavy-seeds)
 SOURCE = {"dyg_mamba": "DyG-Mamba authors (selective_scan_ref)"}  # else DyGLib
 # references not measured, with the reason (printed as rows of the table)
@@ -209,6 +215,32 @@ def measure(impl: str, name: str, paths: dict, n: int, threads: int, seed: int) 
     return out
 
 
+def measure_products(name: str, paths: dict, n: int, threads: int, seed: int) -> dict:
+    """The project's steps under torch.profiler: seconds per training and per evaluation step (wall, profiled) and
+    the self time of their matrix products (`PRODUCTS`) in them, on `measure`'s batches."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.set_num_threads(threads)
+    src, dst, ts, eids, *_ = graph()
+    m = Project(name, paths, seed)
+    size = batch_size(name)
+    opt = m.optimizer()
+    out = {}
+    for mode, first in (("train", 0), ("eval", n + 1)):
+        steps = batches(src, dst, ts, eids, n + 1, first, size, seed)
+        m.start(mode == "train")
+        step = (lambda b: m.train_step(opt, b)) if mode == "train" else m.eval_step
+        step(steps[0])  # warm-up
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            t0 = time.perf_counter()
+            for b in steps[1:]:
+                step(b)
+            out[f"{mode}_s"] = (time.perf_counter() - t0) / n
+        out[f"{mode}_products_s"] = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCTS) / 1e6 / n
+    return out
+
+
 def child_env(args) -> dict:
     return {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
             "PYTHONHASHSEED": "0"}
@@ -222,6 +254,7 @@ def child(args, impl: str, name: str, seed: int, mode: str = "one") -> dict:
     else:
         cmd = [sys.executable, __file__, "--one", impl, name, str(seed), "--batches", str(args.batches),
                "--threads", str(args.threads)] + sum(([f"--{k.replace('_', '-')}", v] for k, v in paths_of(args).items()), [])
+        cmd += ["--products"] if mode == "products" else []
     return reference_rows.run_json(cmd, env, args.timeout)
 
 
@@ -284,12 +317,14 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every process")
     parser.add_argument("--heavy-seeds", type=int, default=2, help=f"at most this many seeds for {', '.join(HEAVY)}")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per process before its row says '-'")
-    parser.add_argument("--no-floor", action="store_true", help="skip DyGFormer's matrix-product floor")
+    parser.add_argument("--no-floor", action="store_true", help="skip the matrix-product floors (DyGFormer, TCL)")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # internal: impl model seed
+    parser.add_argument("--products", action="store_true", help=argparse.SUPPRESS)  # internal: measure_products
     args = parser.parse_args(argv)
     if args.one:
         impl, name, seed = args.one
-        print(json.dumps(measure(impl, name, paths_of(args), args.batches, args.threads, int(seed))))
+        run_one = measure_products if args.products else functools.partial(measure, impl)
+        print(json.dumps(run_one(name, paths_of(args), args.batches, args.threads, int(seed))))
         return
     missing = [m for m in args.models if (m == "dyg_mamba" and not (args.dyg_mamba and args.mamba_ssm))
                or (m != "dyg_mamba" and not (Path(args.dyglib or ".") / "models" / "TGAT.py").is_file())]
@@ -307,7 +342,7 @@ def main(argv=None) -> None:
     print(f"graph: synthetic UCI size (1,899 nodes, 59,835 edges), zero features of width {N_FEAT}; from edge {START}: "
           f"1 warm-up + {args.batches} timed training steps, then 1 + {args.batches} evaluation steps per process; "
           f"seeds 0..{args.seeds - 1}; reference and project processes alternate", flush=True)
-    floor_ref = None
+    floor_ref, own_floors = None, {}
     print_row(HEADER)
     for name in args.models:
         runs = {"reference": [], "project": []}
@@ -320,6 +355,8 @@ def main(argv=None) -> None:
         print_row(row(name, runs))
         if name == "dygformer":
             floor_ref = runs["reference"]
+        if name in OWN_FLOOR and not args.no_floor:
+            own_floors[name] = (runs["reference"], child(args, "project", name, 0, mode="products"))
     not_measured = dict(NOT_MEASURED)
     for name, reason in reference_rows.run(args, child_env(args), row, print_row):
         not_measured[name] = (reference_rows.family(name).SOURCE, reason)
@@ -331,11 +368,23 @@ def main(argv=None) -> None:
           "does not train) or the process failed (its error is on stderr)")
     for name, (_, reason) in not_measured.items():
         print(f"not measured: {name}: {reason}")
+    for name, (ref, own) in own_floors.items():
+        if "error" in own:
+            continue
+        step, ev = (median([1 / r[k] for r in ref if k in r]) for k in ("train_bps", "eval_bps"))
+        train_x, eval_x = step / own["train_products_s"], ev / own["eval_products_s"]
+        print(f"{name} floor (its own matrix products, profiled): {own['train_products_s']:.3f} s of a "
+              f"{own['train_s']:.3f} s training step and {own['eval_products_s']:.3f} s of a {own['eval_s']:.3f} s "
+              f"evaluation step: an exact float32 implementation reaches at most {train_x:.2f}x the reference in "
+              f"training and {eval_x:.2f}x in evaluation; the project's step is "
+              f"{own['train_products_s'] / own['train_s']:.2f} / {own['eval_products_s'] / own['eval_s']:.2f} of that "
+              f"floor")
     if floor_ref and not args.no_floor:
         floor = child(args, "project", "dygformer", 0, mode="floor")
         if "error" not in floor:
             step, ev = (median([1 / r[k] for r in floor_ref if k in r]) for k in ("train_bps", "eval_bps"))
-            print(f"DyGFormer floor: its matrix products alone take {floor['float32_s']:.3f} s per training step and "
+            print(f"DyGFormer floor: its matrix products alone (attention's included) take {floor['float32_s']:.3f} s "
+                  f"per training step and "
                   f"{floor['float32_eval_s']:.3f} s per evaluation step (float32, {args.threads} thread(s)) against "
                   f"DyGLib's {step:.3f} s and {ev:.3f} s: an exact float32 implementation reaches at most "
                   f"{step / floor['float32_s']:.2f}x in training and {ev / floor['float32_eval_s']:.2f}x in evaluation")

@@ -57,6 +57,28 @@ def test_torchs_seed_fixes_the_mask_and_another_seed_changes_it():
     assert not torch.equal(masks[0], masks[2])
 
 
+@pytest.mark.parametrize("case", ["fast", "eval", "small", "disabled"])
+def test_add_dropout_is_the_residual_sum_of_dropout_bit_for_bit(case, monkeypatch):
+    """One pass (x + the masked, scaled branch) with the mask `dropout` draws from the same seed: the same sum and
+    the same gradients, exactly; the other cases are `x + dropout(y)` as well."""
+    shape = (4, 8) if case == "small" else (300, 200)
+    if case == "disabled":
+        monkeypatch.setattr(drop, "ENABLED", False)
+    training = case != "eval"
+    torch.manual_seed(4)
+    x, y, grad = torch.randn(shape), torch.randn(shape), torch.randn(shape)
+    results = []
+    for fn in (lambda a, b: a + drop.dropout(b, 0.3, training), lambda a, b: drop.add_dropout(a, b, 0.3, training)):
+        a, b = x.clone().requires_grad_(), y.clone().requires_grad_()
+        torch.manual_seed(11)
+        out = fn(a, b)
+        out.backward(grad)
+        results.append((out.detach(), a.grad, b.grad))
+    for expected, got in zip(*results):
+        assert torch.equal(got, expected)
+    assert training == (results[0][0] != x + y).any().item()  # dropout acted in training only
+
+
 @pytest.mark.parametrize("case", ["eval", "small", "disabled"])
 def test_evaluation_small_tensors_and_the_switch_are_torchs_dropout(case, monkeypatch):
     x = torch.randn(4, 8) if case == "small" else torch.randn(256, 256)

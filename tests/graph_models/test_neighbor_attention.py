@@ -303,6 +303,25 @@ def test_blocks_of_rows_give_the_outputs_of_the_whole_batch(variant, train, monk
     assert_same_pass(*results)
 
 
+@pytest.mark.parametrize("variant", ["dygformer", "dygdecoder"])
+@pytest.mark.parametrize("dropout,train", [(0.1, False), (0.0, True)])
+def test_packed_layers_in_blocks_of_tokens_give_the_outputs_of_all_tokens_at_once(variant, dropout, train, monkeypatch):
+    """The packed layer's row-wise part (`TransformerLayer.block_tokens`, where no mask is drawn) in blocks of 5
+    tokens against all tokens at once: embeddings and gradients."""
+    graph, node, edge, edges = toy(8)
+    torch.manual_seed(0)
+    model = DyGFormer(node, edge, variant=variant, encoder="cosine", time_dim=4, channel_dim=4,
+                      max_input_sequence_length=10, dropout=dropout).train(train)
+    model.set_graph(graph)
+    src, dst, ts, neg = batch(edges, lo=20, hi=40)
+    results = []
+    for block_tokens in (0, 5):
+        for layer in model.layers:
+            monkeypatch.setattr(layer, "block_tokens", block_tokens)
+        results.append(pass_and_grads(model, src, neg, ts))
+    assert_same_pass(*results)
+
+
 def test_cooccurrence_table_is_the_encoder_applied_to_every_count():
     torch.manual_seed(0)
     enc = CooccurrenceEncoder(5)

@@ -108,6 +108,30 @@ def test_tcl_pair_pass_is_dyglibs_loop(layers, zero_node, zero_edge):
     both_ways(model, lambda: torch.cat(model.pair_embeddings(u, v, t)), slow)
 
 
+@pytest.mark.parametrize("train", [False, True])
+def test_tcl_blocks_of_tokens_give_the_outputs_of_all_tokens_at_once(train, monkeypatch):
+    """The row-wise rest of each block (`TransformerBlock.block_tokens`) in blocks of 7 tokens against all tokens
+    at once: embeddings and, in training, gradients."""
+    graph, node, edge = toy(6)
+    torch.manual_seed(0)
+    model = TCL(node, edge, time_dim=4, num_neighbors=3, num_layers=2, num_heads=2, dropout=0.0).train(train)
+    model.set_graph(graph)
+    src, dst, neg, ts = batch()
+    out = []
+    for block_tokens in (0, 7):
+        for layer in model.layers:
+            monkeypatch.setattr(layer, "block_tokens", block_tokens)
+        model.zero_grad(set_to_none=True)
+        with torch.set_grad_enabled(train):
+            h = torch.cat(model.pair_embeddings(np.concatenate([src, src]), np.concatenate([dst, neg]), np.tile(ts, 2)))
+        if train:
+            h.square().sum().backward()
+        out.append((h.detach(), grads(model)))
+    (h_blocks, g_blocks), (h_whole, g_whole) = out[1], out[0]
+    torch.testing.assert_close(h_blocks, h_whole, **TOL)
+    assert_same_grads(g_blocks, g_whole)
+
+
 def test_tcl_uniform_sampling_draws_as_dyglib_and_is_scored_in_two_calls():
     graph, node, edge = toy(1)
     torch.manual_seed(0)

@@ -39,6 +39,22 @@ class _MaskedScale(torch.autograd.Function):
         return torch.addcmul(grad.new_zeros(()), grad, kept.to(grad.dtype), value=ctx.scale), None, None
 
 
+class _AddMaskedScale(torch.autograd.Function):
+    """x + y / (1 - p) where kept, x where dropped: a residual sum and the dropout of its branch in one pass
+    (`addcmul` into x, the same numbers as the sum of x and `_MaskedScale`'s output); y's gradient as there."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, y: torch.Tensor, kept: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.save_for_backward(kept)
+        ctx.scale = scale
+        return torch.addcmul(x, y, kept.to(y.dtype), value=scale)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (kept,) = ctx.saved_tensors
+        return grad, torch.addcmul(grad.new_zeros(()), grad, kept.to(grad.dtype), value=ctx.scale), None, None
+
+
 def _draws(n: int, p: float) -> tuple[np.ndarray, int]:
     """n int32 draws, uniform on [-2^31, 2^31), and the threshold below which an entry is dropped."""
     seed = int(torch.randint(0, 2**62, (1,)))
@@ -64,6 +80,15 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     if not (ENABLED and training and 0.0 < p < 1.0 and x.device.type == "cpu" and x.numel() >= MIN_ELEMENTS):
         return F.dropout(x, p, training)
     return _MaskedScale.apply(x, kept_mask(x.shape, p), 1.0 / (1.0 - p))
+
+
+def add_dropout(x: torch.Tensor, y: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """`x + dropout(y, p, training)` (a residual branch), the mask drawn as `dropout` draws it: where that mask
+    is drawn here, the sum and the masking are one pass (x and y of one shape)."""
+    if not (ENABLED and training and 0.0 < p < 1.0 and y.device.type == "cpu" and y.numel() >= MIN_ELEMENTS
+            and x.shape == y.shape and x.dtype == y.dtype):
+        return x + dropout(y, p, training)
+    return _AddMaskedScale.apply(x, y, kept_mask(y.shape, p), 1.0 / (1.0 - p))
 
 
 class Dropout(nn.Dropout):

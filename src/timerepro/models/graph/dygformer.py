@@ -37,6 +37,7 @@ from timerepro.models.graph.time_stats import time_diff_statistic, train_time_st
 
 VARIANTS = ("dygformer", "dygformer_separate", "dygdecoder")
 TIME_INPUTS = ("time", "position")
+BLOCK_TOKENS = 2048  # tokens per block of row-wise work, whose activations stay in cache (docs/graph_speed.md)
 
 
 # ------------------------------------------------------------------ sequences
@@ -198,12 +199,22 @@ def attend_heads(qkv: torch.Tensor, heads: int, bias: torch.Tensor | None, causa
     return torch.cat(out, dim=-1)
 
 
+def in_blocks(fn, rows: int, *xs: torch.Tensor) -> torch.Tensor:
+    """fn(*xs) for a row-wise fn, on blocks of `rows` rows (dim 0) of the xs, concatenated: the same outputs, each
+    block's activations still in cache for the next operation; one call when rows is 0 or covers them all."""
+    if not rows or len(xs[0]) <= rows:
+        return fn(*xs)
+    return torch.cat([fn(*parts) for parts in zip(*(x.split(rows) for x in xs))])
+
+
 class TransformerLayer(nn.Module):
     """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d).
 
     `fused`: the attention as one QKV projection and `scaled_dot_product_attention` on the
     `nn.MultiheadAttention` module's own parameters (the same function, fewer copies; the module itself
     still serves `need_weights`, which the fused kernel does not return)."""
+
+    block_tokens: int = BLOCK_TOKENS  # rows per block of the packed layer's row-wise part; 0 = all at once
 
     def __init__(self, dim: int, num_heads: int, dropout: float, fused: bool = True):
         super().__init__()
@@ -234,8 +245,18 @@ class TransformerLayer(nn.Module):
         out = attend_heads(qkv[pack.source].view(batch, width, 3 * dim), heads, pack.key_bias.to(qkv.dtype)[:, None, :],
                            causal, att.dropout, self.training)
         out = out.reshape(batch * width, dim)[pack.dense]  # (B * W, d) -> the kept tokens (T, d)
-        x = x + self.dropout(F.linear(out, att.out_proj.weight, att.out_proj.bias))
-        return x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+        # row-wise from here: in blocks unless a dropout mask is drawn (blocks would draw other masks)
+        return in_blocks(self._after_attention, 0 if self.training and self.dropout.p > 0 else self.block_tokens, x, out)
+
+    def _after_attention(self, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """Tokens x (T, d) and their attention heads out (T, d) -> the layer's output (T, d)."""
+        att = self.attention
+        x = self._residual(x, F.linear(out, att.out_proj.weight, att.out_proj.bias))
+        return self._residual(x, self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+
+    def _residual(self, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
+        """x + Drop(branch), one pass where the mask is drawn by `models.dropout`."""
+        return dropout_module.add_dropout(x, branch, self.dropout.p, self.training)
 
     def forward(self, x: torch.Tensor, causal: bool = False,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -248,8 +269,8 @@ class TransformerLayer(nn.Module):
             # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
             mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
             out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
-        x = x + self.dropout(out)
-        x = x + self.dropout(self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+        x = self._residual(x, out)
+        x = self._residual(x, self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
         return x, weights
 
 
@@ -329,7 +350,7 @@ class DyGFormer(TemporalBackbone):
     """
 
     # tokens per block of rows on the padded layout (`_run`); 0 = the whole batch at once
-    block_tokens: int = 2048
+    block_tokens: int = BLOCK_TOKENS
 
     def __init__(self, node_feat: np.ndarray, edge_feat: np.ndarray, *, variant: str = "dygformer",
                  encoder: str = "cosine", time_dim: int = 100, time_mean: float = 0.0, time_std: float = 1.0,

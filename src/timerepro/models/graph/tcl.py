@@ -34,7 +34,7 @@ from timerepro.encoders import make_encoder
 from timerepro.graphs.neighbors import Neighborhood, TemporalNeighbors
 from timerepro.models import dropout as dropout_module
 from timerepro.models.dropout import Dropout
-from timerepro.models.graph.dygformer import attend
+from timerepro.models.graph.dygformer import BLOCK_TOKENS, attend, in_blocks
 from timerepro.models.graph.features import FeatureTable
 from timerepro.models.graph.queries import distinct_queries
 
@@ -68,6 +68,9 @@ class TransformerBlock(nn.Module):
 
     `forward` is the block as DyGLib calls it (`nn.MultiheadAttention` on the padded sequences); TCL's pair pass
     calls `project` and `attend_projected`, the same function with each sequence's Q, K, V computed once."""
+
+    # rows per block of the row-wise part after the attention (`_rows`); 0 = all rows at once
+    block_tokens: int = BLOCK_TOKENS
 
     def __init__(self, dim: int, num_heads: int, dropout: float):
         super().__init__()
@@ -103,8 +106,9 @@ class TransformerBlock(nn.Module):
         out = attend(q, k, v, key_bias.to(q.dtype)[:, None, None, :], False, att.dropout, self.training)
         # heads concatenated: (N, H, Lq, d_h) -> (N * Lq, d) -> the kept queries -> output projection
         out = out.transpose(1, 2).reshape(n * lq, dim)
-        out = out.view(n, lq, dim) if dense is None else out.index_select(0, dense)
-        return self._rest(query, F.linear(out, att.out_proj.weight, att.out_proj.bias))
+        if dense is None:
+            return self._rest(query, F.linear(out.view(n, lq, dim), att.out_proj.weight, att.out_proj.bias))
+        return self._rows(query, out.index_select(0, dense))
 
     def attend_read_out(self, query: torch.Tensor, keys: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
         """The block for one query position: query (N, d), keys = values (N, L, d) unprojected, key_bias (N, L) ->
@@ -124,6 +128,17 @@ class TransformerBlock(nn.Module):
         out = torch.einsum("nhd,hed->nhe", weights @ keys, w[2]) + b[2] * weights.sum(-1, keepdim=True)
         return self._rest(query, F.linear(out.reshape(n, dim), att.out_proj.weight, att.out_proj.bias))
 
+    def _rows(self, query: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The block after its attention on (T, d) rows: output projection of the heads `out`, then `_rest`, in
+        blocks of `block_tokens` rows (`in_blocks`: each operation acts on a row, so a block's activations, the FFN's
+        4d among them, pass through while still in cache) unless a dropout mask is drawn (blocks draw other masks)."""
+        att = self.attention
+
+        def finish(q: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
+            return self._rest(q, F.linear(o, att.out_proj.weight, att.out_proj.bias))
+
+        return in_blocks(finish, 0 if self.training and self.dropout.p > 0 else self.block_tokens, query, out)
+
     def _rest(self, query: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         out = self.norm_attn(query + self.dropout(hidden))
         return self.norm_ffn(out + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(out), inplace=True)))))
@@ -131,25 +146,31 @@ class TransformerBlock(nn.Module):
 
 class Tokens(NamedTuple):
     """The real (non-padding) tokens of N sequences of length L: `dense` (T,) their positions in the flat (N * L)
-    layout (row-major: the packed order), `first` (N,) the packed index of each row's position 0 (the node itself,
-    never padding), `key_bias` (N, L) 0 or -inf on padding (the key mask nn.MultiheadAttention builds)."""
+    layout (row-major: the packed order), `pad` the positions of the others, `first` (N,) the packed index of each
+    row's position 0 (the node itself, never padding), `key_bias` (N, L) 0 or -inf on padding (the key mask
+    nn.MultiheadAttention builds)."""
 
     dense: torch.Tensor
+    pad: torch.Tensor
     first: torch.Tensor
     key_bias: torch.Tensor
 
     @classmethod
     def of(cls, real: np.ndarray, like: torch.Tensor) -> "Tokens":
         counts = real.sum(axis=1).astype(np.int64)
-        dense, first = (torch.from_numpy(a).to(like.device) for a in (np.flatnonzero(real), np.cumsum(counts) - counts))
+        dense, pad, first = (torch.from_numpy(a).to(like.device)
+                             for a in (np.flatnonzero(real), np.flatnonzero(~real), np.cumsum(counts) - counts))
         key_bias = torch.zeros(real.shape, dtype=like.dtype, device=like.device).masked_fill_(
             torch.from_numpy(~real).to(like.device), float("-inf"))
-        return cls(dense, first, key_bias)
+        return cls(dense, pad, first, key_bias)
 
     def padded(self, t: torch.Tensor) -> torch.Tensor:
-        """Packed (T, c) -> (N, L, c), zeros at padding."""
+        """Packed (T, c) -> (N, L, c), zeros at padding (a masked key must be finite). One write per row: the padding
+        rows zeroed, the real ones copied in place into a fresh buffer (the out-of-place `index_copy` would fill the
+        whole buffer with zeros and copy it once more first)."""
         n, length = self.key_bias.shape
-        return t.new_zeros(n * length, t.shape[-1]).index_copy(0, self.dense, t).view(n, length, -1)
+        out = t.new_empty(n * length, t.shape[-1]).index_fill_(0, self.pad, 0.0)
+        return out.index_copy_(0, self.dense, t).view(n, length, -1)
 
 
 class TCL(SampledHistory, nn.Module):
@@ -194,28 +215,33 @@ class TCL(SampledHistory, nn.Module):
         return torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.node_feat.device)
 
     def _projected(self, part: str, table: FeatureTable, zero: bool, ids: np.ndarray) -> torch.Tensor:
-        """(B, L) ids -> (B, L, d_node) projected rows, or (d_node,) the bias alone for an all-zero table (W 0 + b = b)."""
+        """(T,) ids -> (T, d_node) projected rows, or (d_node,) the bias alone for an all-zero table (W 0 + b = b)."""
         return self.projection[part].bias if zero else self.projection[part](table[self._index(ids)])
 
     def _inputs(self, nodes: np.ndarray, times: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
-        """(B, k + 1, d_node) inputs [self, k neighbours] and the host (B, k + 1) mask of real tokens (not padding)."""
+        """(T, d_node) inputs of the real tokens of the sequences [self, k neighbours], row-major (the packed order
+        of `Tokens`), and the host (B, k + 1) mask of real tokens. A padding token is a masked key everywhere and
+        never read out, so its input is never built (no time encoding, projection or sum on padding)."""
         hood = self._sample(nodes, times, self.num_neighbors)
         # (B, 1 + k): the node itself first, at time t with the padding edge
         ids = np.concatenate([nodes[:, None], hood.neighbor_ids], axis=1)
-        eids = np.concatenate([np.zeros((len(nodes), 1), np.int64), hood.edge_ids], axis=1)
-        ts = np.concatenate([times[:, None], hood.times.astype(np.float64)], axis=1)
-        dt = torch.from_numpy(times[:, None] - ts).float().to(self.node_feat.device)  # (B, 1 + k)
-        depth = self.depth_embedding(torch.arange(ids.shape[1], device=dt.device))  # (1 + k, d_node)
-        # DyGLib's order of the sum: node + edge + time + depth, (B, 1 + k, d_node)
-        x = (self._projected("node", self.node_feat, self.node_feat_zero, ids)
+        real = ids != 0
+        rows, cols = np.nonzero(real)  # (T,) each real token's sequence and position, row-major
+        eids = np.concatenate([np.zeros((len(nodes), 1), np.int64), hood.edge_ids], axis=1)[rows, cols]
+        ts = np.concatenate([times[:, None], hood.times.astype(np.float64)], axis=1)[rows, cols]
+        dt = torch.from_numpy(times[rows] - ts).float().to(self.node_feat.device)  # (T,)
+        depth = self.depth_embedding(self._index(cols))  # (T, d_node)
+        # DyGLib's order of the sum: node + edge + time + depth, (T, d_node)
+        x = (self._projected("node", self.node_feat, self.node_feat_zero, ids[rows, cols])
              + self._projected("edge", self.edge_feat, self.edge_feat_zero, eids)
              + self.projection["time"](self.time_encoder(dt)) + depth)
-        return x, ids != 0
+        return x, real
 
     def sequence(self, nodes: np.ndarray, times: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, k + 1, d_node) inputs [self, k neighbours] and (B, k + 1) padding mask (True = padding)."""
+        """(B, k + 1, d_node) inputs [self, k neighbours], zeros at padding (a masked key, never read out), and the
+        (B, k + 1) padding mask (True = padding): DyGLib's layout, for the block as DyGLib calls it."""
         x, real = self._inputs(nodes, times)
-        return x, torch.from_numpy(~real).to(x.device)
+        return Tokens.of(real, x).padded(x), torch.from_numpy(~real).to(x.device)
 
     def pair_embeddings(self, src, dst, times) -> tuple[torch.Tensor, torch.Tensor]:
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
@@ -231,18 +257,19 @@ class TCL(SampledHistory, nn.Module):
         return h[:n], h[n:]
 
     def encode_pairs(self, x: torch.Tensor, real: np.ndarray, u: np.ndarray, v: np.ndarray) -> torch.Tensor:
-        """S sequences x (S, L, d), their real tokens (S, L) (host), pairs (u[p], v[p]) of rows -> (2P, d): the
-        read-outs of the u-sides, then of the v-sides. DyGLib's layers (self-attention on each side, then co-attention
-        across the pair) on the real tokens only: a padding position is a masked key in every attention and never
-        read out, so its own outputs are never used. The first self-attention runs once per sequence; from the first
-        co-attention on, the 2P pair sides are the sequences (u-sides, then v-sides: a side's keys are the other half)."""
+        """The real tokens x (T, d) of S sequences (row-major), their mask (S, L) (host), pairs (u[p], v[p]) of rows
+        -> (2P, d): the read-outs of the u-sides, then of the v-sides. DyGLib's layers (self-attention on each side,
+        then co-attention across the pair) on the real tokens only: a padding position is a masked key in every
+        attention and never read out, so its own outputs are never used. The first self-attention runs once per
+        sequence; from the first co-attention on, the 2P pair sides are the sequences (u-sides, then v-sides: a side's
+        keys are the other half)."""
         p, dim = len(u), x.shape[-1]
         mine, other = np.concatenate([u, v]), np.concatenate([v, u])  # (2P,) rows: the query side, the key side
         token = np.full(real.shape, -1)
         token[real] = np.arange(int(real.sum()))  # (S, L): index of each real token among the S sequences' tokens
         seq, sides = Tokens.of(real, x), Tokens.of(real[mine], x)
         to_sides, mine, other = (self._index(a) for a in (token[mine][real[mine]], mine, other))
-        h = x.reshape(-1, dim).index_select(0, seq.dense)  # (T, d): the real tokens
+        h = x  # (T, d): the real tokens
 
         def across(t: torch.Tensor, first: bool, keys: bool) -> torch.Tensor:
             """Rows of the pair sides: the query side's (keys=False) or the other side's (keys=True)."""
@@ -258,8 +285,14 @@ class TCL(SampledHistory, nn.Module):
             # co-attention, u-sides over their v-side, then v-sides over their u-side
             if i == last:  # queried at the read-out position 0 only: the other k are never read
                 query, keys = h.index_select(0, cur.first), cur.padded(h)  # (N, d), (N, L, d)
-                h = layer.attend_read_out(across(query, i == 0, False), across(keys, i == 0, True),
-                                          across(cur.key_bias, i == 0, True))
+                if i == 0:
+                    h = layer.attend_read_out(across(query, True, False), across(keys, True, True),
+                                              across(cur.key_bias, True, True))
+                elif self.training and layer.dropout.p > 0:  # masks drawn in the sides' order
+                    h = layer.attend_read_out(query, across(keys, False, True), across(cur.key_bias, False, True))
+                else:  # side r's keys are side r + P's (mod 2P): the (2P, d) queries rotated by P, not the keys
+                    h = layer.attend_read_out(torch.cat([query[p:], query[:p]]), keys, cur.key_bias)
+                    h = torch.cat([h[p:], h[:p]])  # row r + P (mod 2P) is side r's
                 return self.output(h)  # the node's own position, (2P, d)
             q, k, v = cur.padded(layer.project(h)).split(dim, dim=-1)
             query = h.index_select(0, to_sides) if i == 0 else h  # (T_sides, d)
