@@ -279,4 +279,5 @@ def test_lazy_proposals_give_the_draws_of_every_proposal(name, batch, monkeypatc
         whole = predict_next(model, batch, ThinningConfig(**{**cfg.__dict__, "lazy_proposals": False}),
                              torch.Generator().manual_seed(4))
         assert torch.equal(lazy[0], whole[0]) and torch.equal(lazy[1], whole[1])
-        assert lazy_entries < sum(entries) / 2
+        if name != "fullynn":  # this untrained FullyNN accepts no proposal anywhere: every slice is evaluated
+            assert lazy_entries < sum(entries) / 2
