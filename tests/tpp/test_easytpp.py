@@ -255,3 +255,29 @@ def test_fullynn_intensities_keep_their_graph_when_training():
     model = _small("fullynn")
     lam = model.intensities_at(torch.rand(2, 3, 4), torch.randn(2, 3, SMALL["d_model"]))
     assert lam.shape == (2, 3, 4, K) and lam.requires_grad
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "intensity_free"] + ["hawkes_attention"])
+def test_lazy_proposals_give_the_draws_of_every_proposal(name, batch, monkeypatch):
+    """Thinning evaluates the intensity at the proposals slice by slice, only for sequences with an undecided draw,
+    up to each draw's first acceptance: the predictions equal (exactly) those from all num_exp proposals at every
+    position, for every model with an intensity, with shared and with own proposals; and it evaluates fewer."""
+    model = _small(name).eval()
+    entries = []
+    real = model.intensities_at
+
+    def counted(s, hidden):
+        entries.append(s.numel())
+        return real(s, hidden)
+
+    monkeypatch.setattr(model, "intensities_at", counted)
+    for cfg in (ThinningConfig(num_exp=200), ThinningConfig(num_exp=200, num_sample=3, share_proposals=False)):
+        entries.clear()
+        lazy = predict_next(model, batch, cfg, torch.Generator().manual_seed(4))
+        lazy_entries = sum(entries)
+        entries.clear()
+        whole = predict_next(model, batch, ThinningConfig(**{**cfg.__dict__, "lazy_proposals": False}),
+                             torch.Generator().manual_seed(4))
+        assert torch.equal(lazy[0], whole[0]) and torch.equal(lazy[1], whole[1])
+        if name != "fullynn":  # this untrained FullyNN accepts no proposal anywhere: every slice is evaluated
+            assert lazy_entries < sum(entries) / 2

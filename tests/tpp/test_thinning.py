@@ -85,3 +85,33 @@ def test_no_acceptance_falls_back_to_dtime_max():
     draws = draw_next_dtimes(fn, torch.ones(2, 3), ThinningConfig(num_sample=7, dtime_max=7.0),
                              torch.Generator().manual_seed(0))
     assert draws.shape == (2, 3, 7) and (draws == 7.0).all()
+
+
+def test_lazy_proposals_stop_at_the_first_acceptance_and_skip_decided_sequences():
+    """Slices of 16, 32, 64, ... proposals; a slice is evaluated only for the sequences whose draws have not all
+    accepted (rows_fn), and none after every draw has: here sequence 0 accepts at once (intensity = bound) and
+    sequence 1 never does (intensity 0 after s = 0), so it alone is evaluated on every slice and ends at dtime_max."""
+    from timerepro.tpp.thinning import proposal_slices
+
+    assert proposal_slices(100, True) == [(0, 16), (16, 48), (48, 100)] and proposal_slices(100, False) == [(0, 100)]
+    rates = torch.tensor([1.0, 1.0])
+
+    def lam(s, rows):  # [R, L, S] -> [R, L, S, 1]: sequence 0 constant, sequence 1 zero after s = 0
+        r = rates[rows][:, None, None]
+        return torch.where((rows[:, None, None] == 0) | (s == 0), r, torch.zeros_like(s))[..., None]
+
+    calls = []
+
+    def rows_fn(s, rows):
+        calls.append((rows.tolist(), s.size(-1)))
+        return lam(s, rows)
+
+    cfg = ThinningConfig(num_exp=100, over_sample_rate=1.0, dtime_max=9.0)
+    draws = draw_next_dtimes(lambda s: lam(s, torch.arange(2)), torch.ones(2, 3), cfg, torch.Generator().manual_seed(0),
+                             rows_fn)
+    whole = draw_next_dtimes(lambda s: lam(s, torch.arange(2)), torch.ones(2, 3),
+                             ThinningConfig(num_exp=100, over_sample_rate=1.0, dtime_max=9.0, lazy_proposals=False),
+                             torch.Generator().manual_seed(0))
+    assert torch.equal(draws, whole)
+    assert (draws[1] == 9.0).all() and (draws[0] < 9.0).all()
+    assert calls == [([1], 32), ([1], 52)]  # the first slice (both sequences) went through fn, the others through rows_fn
