@@ -131,13 +131,15 @@ class TransformerBlock(nn.Module):
     def _rows(self, query: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """The block after its attention on (T, d) rows: output projection of the heads `out`, then `_rest`, in
         blocks of `block_tokens` rows (`in_blocks`: each operation acts on a row, so a block's activations, the FFN's
-        4d among them, pass through while still in cache) unless a dropout mask is drawn (blocks draw other masks)."""
+        4d among them, pass through while still in cache) when no gradient is recorded: in training, blocks would
+        sum the weights' gradients block by block (another float order: runs would not repeat bit for bit) and draw
+        other dropout masks, for a gain within noise (docs/graph_speed.md)."""
         att = self.attention
 
         def finish(q: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
             return self._rest(q, F.linear(o, att.out_proj.weight, att.out_proj.bias))
 
-        return in_blocks(finish, 0 if self.training and self.dropout.p > 0 else self.block_tokens, query, out)
+        return in_blocks(finish, 0 if torch.is_grad_enabled() else self.block_tokens, query, out)
 
     def _rest(self, query: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         out = self.norm_attn(query + self.dropout(hidden))
