@@ -161,6 +161,73 @@ def test_a_sibling_that_ran_less_prices_nothing_and_says_why(reg, tmp_path):
     assert est.basis == estimate.NONE and est.hours is None and "no upper bound" in est.note
 
 
+def _lp_shapes(reg, model: str, dataset: str, history: str | None):
+    """The paper-scale link-prediction shapes of (model, dataset) whose history length is set by `history` (a key
+    prefix of the shape: "sequence_length_by_dataset[", "sequence_length") or by nothing (None)."""
+    from timerepro import rehearse
+
+    out = []
+    for s in rehearse.shapes(reg, "paper"):
+        if s.name == f"link_prediction/{model}/{dataset}":
+            keys = [k for k in s.shape if k.startswith("sequence_length")]
+            if (history is None and not keys) or (history is not None and any(k.startswith(history) for k in keys)):
+                out.append(s)
+    assert out, (model, dataset, history)
+    return out
+
+
+def _as_sibling(shape) -> dict:
+    """A rehearsal record of `shape`, as far as `sibling_gaps` reads it: its shape and the config it ran."""
+    return {"shape": shape.shape, "config": shape.config()}
+
+
+def test_a_history_length_bounds_a_sibling_through_the_knob_it_sets(reg):
+    """A history length (the per-dataset table, `sequence_length`) acts on one knob of the model (overrides.resolve),
+    a cost key: a sibling that ran without it bounds a run with it where the knob it ran with is no smaller (and the
+    reverse), a knob set higher is the gap; a model without a knob reads no history. Without the record's config
+    the declared shapes are compared (the table's entry against nothing: no bound)."""
+    from timerepro.models.graph.overrides import KNOB
+    from timerepro.rehearse import COST_KEYS
+
+    assert {k for k in KNOB.values() if k} <= set(COST_KEYS)  # the knob is a cost key of every shape
+    table = "sequence_length_by_dataset["
+    # DyG-Mamba on UCI: the table's 32 against the dataset default 1024 (models.yaml dataset_defaults)
+    short, default = _lp_shapes(reg, "dyg_mamba", "uci", table)[0], _lp_shapes(reg, "dyg_mamba", "uci", None)[0]
+    assert estimate.sibling_gaps(_as_sibling(default), short.runs[0].config) == []
+    assert any(table in g for g in estimate.sibling_gaps({"shape": default.shape}, short.runs[0].config))
+    assert estimate.sibling_gaps(_as_sibling(short), default.runs[0].config) == ["max_input_sequence_length 1024 where it ran 32"]
+    # JODIE reads no history: the table changes nothing, either way
+    eq, plain = _lp_shapes(reg, "jodie", "uci", table)[0], _lp_shapes(reg, "jodie", "uci", None)[0]
+    assert estimate.sibling_gaps(_as_sibling(plain), eq.runs[0].config) == []
+    assert estimate.sibling_gaps(_as_sibling(eq), plain.runs[0].config) == []
+    # TGN on LastFM: the table's 512 neighbours are no run's default 10
+    eq, plain = _lp_shapes(reg, "tgn", "lastfm", table)[0], _lp_shapes(reg, "tgn", "lastfm", None)[0]
+    assert estimate.sibling_gaps(_as_sibling(plain), eq.runs[0].config) == ["num_neighbors 512 where it ran 10"]
+    assert estimate.sibling_gaps(_as_sibling(eq), plain.runs[0].config) == []
+    # Figure 7's sequence_length on Enron: the longest bounds the default (256), not the reverse
+    longest = max(_lp_shapes(reg, "dyg_mamba", "enron", "sequence_length"), key=lambda s: s.shape.get("sequence_length", 0))
+    plain = _lp_shapes(reg, "dyg_mamba", "enron", None)[0]
+    assert longest.shape["sequence_length"] == 2048
+    assert estimate.sibling_gaps(_as_sibling(longest), plain.runs[0].config) == []
+    assert estimate.sibling_gaps(_as_sibling(plain), longest.runs[0].config) == \
+        ["max_input_sequence_length 2048 where it ran 256"]
+
+
+def test_of_the_siblings_that_bound_a_run_the_closest_prices_it(reg, tmp_path):
+    """Two siblings bound a run (Figure 7's lengths on Enron for the default 256): the one that ran less prices it."""
+    from timerepro import rehearse
+
+    fig7 = sorted(_lp_shapes(reg, "dyg_mamba", "enron", "sequence_length"), key=lambda s: s.shape["sequence_length"])
+    plain = _lp_shapes(reg, "dyg_mamba", "enron", None)[0]
+    recs = {}
+    for s, seconds in ((fig7[-1], 9.0), (next(s for s in fig7 if s.shape["sequence_length"] == 512), 3.0)):
+        rec = write_rehearsal(tmp_path, s.runs[0], train_batch_s=seconds)
+        recs[rec["shape_id"]] = {**rec, "config": s.config()}
+    est = estimate._estimate_paper(plain.runs[0], recs, estimate.References([]))
+    assert est.basis == estimate.CPU_REHEARSAL and "sibling" in est.note
+    closest = next(r for r in recs.values() if r["train_batch_s"] == 3.0)
+    assert closest["shape_id"] in est.note and rehearse.shape_of(closest["config"])["sequence_length"] == 512
+
 def test_passes_are_priced_each_by_its_own_batches_and_a_backbone_by_its_epochs(reg):
     """A version-2 record: each pass its full batches x its seconds per batch, every epoch or once; node
     classification's backbone adds backbone_epochs x its epoch and its final passes."""
