@@ -162,15 +162,15 @@ def test_a_sibling_that_ran_less_prices_nothing_and_says_why(reg, tmp_path):
 
 
 def _lp_shapes(reg, model: str, dataset: str, history: str | None):
-    """The paper-scale link-prediction shapes of (model, dataset) whose history length is set by `history` (a key
-    prefix of the shape: "sequence_length_by_dataset[", "sequence_length") or by nothing (None)."""
+    """The paper-scale link-prediction shapes of (model, dataset) whose history length is set by `history` only (the
+    table, "sequence_length_by_dataset", or "sequence_length") or by nothing (None)."""
     from timerepro import rehearse
 
     out = []
     for s in rehearse.shapes(reg, "paper"):
         if s.name == f"link_prediction/{model}/{dataset}":
-            keys = [k for k in s.shape if k.startswith("sequence_length")]
-            if (history is None and not keys) or (history is not None and any(k.startswith(history) for k in keys)):
+            keys = {k.split("[")[0] for k in s.shape if k.startswith("sequence_length")}
+            if keys == ({history} if history else set()):
                 out.append(s)
     assert out, (model, dataset, history)
     return out
@@ -190,12 +190,13 @@ def test_a_history_length_bounds_a_sibling_through_the_knob_it_sets(reg):
     from timerepro.rehearse import COST_KEYS
 
     assert {k for k in KNOB.values() if k} <= set(COST_KEYS)  # the knob is a cost key of every shape
-    table = "sequence_length_by_dataset["
+    table = "sequence_length_by_dataset"
     # DyG-Mamba on UCI: the table's 32 against the dataset default 1024 (models.yaml dataset_defaults)
     short, default = _lp_shapes(reg, "dyg_mamba", "uci", table)[0], _lp_shapes(reg, "dyg_mamba", "uci", None)[0]
     assert estimate.sibling_gaps(_as_sibling(default), short.runs[0].config) == []
     assert any(table in g for g in estimate.sibling_gaps({"shape": default.shape}, short.runs[0].config))
-    assert estimate.sibling_gaps(_as_sibling(short), default.runs[0].config) == ["max_input_sequence_length 1024 where it ran 32"]
+    assert estimate.sibling_gaps(_as_sibling(short), default.runs[0].config) == \
+        ["max_input_sequence_length 1024 where it ran 32"]
     # JODIE reads no history: the table changes nothing, either way
     eq, plain = _lp_shapes(reg, "jodie", "uci", table)[0], _lp_shapes(reg, "jodie", "uci", None)[0]
     assert estimate.sibling_gaps(_as_sibling(plain), eq.runs[0].config) == []
@@ -205,7 +206,8 @@ def test_a_history_length_bounds_a_sibling_through_the_knob_it_sets(reg):
     assert estimate.sibling_gaps(_as_sibling(plain), eq.runs[0].config) == ["num_neighbors 512 where it ran 10"]
     assert estimate.sibling_gaps(_as_sibling(eq), plain.runs[0].config) == []
     # Figure 7's sequence_length on Enron: the longest bounds the default (256), not the reverse
-    longest = max(_lp_shapes(reg, "dyg_mamba", "enron", "sequence_length"), key=lambda s: s.shape.get("sequence_length", 0))
+    longest = max(_lp_shapes(reg, "dyg_mamba", "enron", "sequence_length"),
+                  key=lambda s: s.shape.get("sequence_length", 0))
     plain = _lp_shapes(reg, "dyg_mamba", "enron", None)[0]
     assert longest.shape["sequence_length"] == 2048
     assert estimate.sibling_gaps(_as_sibling(longest), plain.runs[0].config) == []
