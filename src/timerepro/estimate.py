@@ -270,10 +270,15 @@ def rehearsed_seconds(rec: dict, config: dict) -> float:
 
 def sibling_gaps(rec: dict, config: dict) -> list[str]:
     """Why a sibling shape's rehearsal `rec` is no upper bound for a run of `config`: each cost key (batch sizes
-    aside, `sibling_record` scales those) where the run asks for more than the sibling ran, or for another value."""
-    from timerepro.rehearse import BATCH_KEYS, DATA_KEYS, shape_of
+    aside, `sibling_record` scales those) where the run asks for more than the sibling ran, or for another value.
+    Compared as each runs them (`rehearse.effective_shape`: a history length of `sequence_length_by_dataset` as the
+    neighbours or input length it sets, a model's dataset default filled), where the record keeps its config."""
+    from timerepro.rehearse import BATCH_KEYS, DATA_KEYS, effective_shape, shape_of
 
-    own, theirs = shape_of(config), rec["shape"]
+    if rec.get("config") is not None:
+        own, theirs = effective_shape(config), effective_shape(rec["config"])
+    else:
+        own, theirs = shape_of(config), rec["shape"]
     gaps = []
     for k in sorted(set(own) | set(theirs)):
         if k in ("task", "model", *DATA_KEYS, *BATCH_KEYS) or own.get(k) == theirs.get(k):
@@ -408,8 +413,9 @@ def plan(reg, scale: str, *, paper: str | None = None, artifact: str | None = No
 
 def _estimate_paper(run, rehearsals: dict[str, dict], refs: References) -> RunEstimate:
     """From the run's own shape's rehearsal; else a sibling shape's that bounds it (`sibling_gaps`; a GPU one
-    first); a sibling that does not bound it prices nothing and says why; else from records."""
-    from timerepro.rehearse import pair_of, shape_of
+    first, then the one that ran the least: the closest bound); a sibling that does not bound it prices nothing and
+    says why; else from records."""
+    from timerepro.rehearse import cost_size, effective_shape, pair_of, shape_of
 
     shape = shape_of(run.config)
     rec = rehearsals.get(_shape_id(run.config))
@@ -417,7 +423,10 @@ def _estimate_paper(run, rehearsals: dict[str, dict], refs: References) -> RunEs
         return estimate_rehearsed(run, rec)
     siblings = [r for r in rehearsals.values() if r["status"] == "ok" and r.get("name") == pair_of(shape)]
     if siblings:
-        best = max(siblings, key=lambda r: (not sibling_gaps(r, run.config), r["device_type"] == "cuda",
+        def ran(r: dict) -> float:
+            return cost_size(effective_shape(r["config"]) if r.get("config") is not None else r["shape"])
+
+        best = max(siblings, key=lambda r: (not sibling_gaps(r, run.config), r["device_type"] == "cuda", -ran(r),
                                             r.get("runs", 0)))
         gaps = sibling_gaps(best, run.config)
         if gaps:

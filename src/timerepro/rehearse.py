@@ -9,7 +9,8 @@ paper-size stand-in (`standins.PAPER_GRAPHS` ...), with one epoch (and one backb
   timed (wall and CPU seconds), the first a warm-up left out of the median, and says how many an epoch has;
 * a loop that does not go through `ctx` (evaluation passes; node classification's embedding of every edge: BOUNDED)
   runs its first `batches` batches on its function's first pass (the first apart: warm-up) and one batch on each
-  later pass, timed, and says how many the full pass has and whether it is paid every epoch or once;
+  later pass, timed, and says how many the full pass has and whether it is paid every epoch or once (a pass whose
+  one batch takes minutes, the point processes' thinning: PART_ROWS rows of its first batch, scaled up);
 * a task with neither runs one whole epoch (`kind: epoch`): its history gives seconds per epoch.
 The shapes of one dataset run one after another in forks of one process, which prepared and loaded the stand-in
 once (`SharedData`): that time, measured once, is added to each shape's set-up (`setup_shared_s`), as a job pays it.
@@ -53,6 +54,7 @@ BATCH_KEYS = ("batch_size", "eval_batch_size")  # a sibling of another batch siz
 WIDTH_KEYS = ("d_model", "d_ch", "hidden", "memory_dim", "embedding_dim", "d_T", "num_layers", "e_layers", "d_ff",
               "layers", "d_inner", "num_heads", "n_heads", "d_state", "num_blocks")
 DATA_KEYS = ("dataset", "series", "datasets")
+HISTORY_TABLE = "sequence_length_by_dataset"  # acts only through `overrides.resolve`, on its model's knob (a COST_KEY)
 # outputs beside the metrics that some runs also make: not rehearsed (their cost is not priced)
 EXTRAS_OFF = {"record_attention": 0, "case_study_edges": 0, "noise_ratios": []}
 REHEARSAL_DIR = "rehearsal"
@@ -71,9 +73,30 @@ def shape_of(config: dict) -> dict:
             shape[k] = config[k]
     dataset = config.get("dataset")
     for k, v in config.items():  # per-dataset defaults of the shape's dataset (DyGFormer's sequence lengths)
-        if isinstance(v, dict) and dataset in v and k in ("dataset_defaults", "sequence_length_by_dataset"):
+        if isinstance(v, dict) and dataset in v and k in ("dataset_defaults", HISTORY_TABLE):
             shape[f"{k}[{dataset}]"] = v[dataset]
     return shape
+
+
+def effective_shape(config: dict) -> dict:
+    """`shape_of` the config the task runs with (`tasks.registry.effective_config`: dataset defaults filled, a history
+    length written onto its model's knob by `overrides.resolve`), without the history length where the knob holds
+    it: the table's entry always (read nowhere else; a model without a knob reads no history), `sequence_length`
+    where the knob holds its value (a COST_KEY of this shape). What bounds compare (a sibling's, a pair's costliest)."""
+    from timerepro.models.graph.overrides import KNOB
+    from timerepro.tasks.registry import effective_config
+
+    shape = shape_of(effective_config(config))
+    knob = KNOB.get(shape.get("model"))
+    held = knob is not None and "sequence_length" in shape and shape.get(knob) == shape["sequence_length"]
+    return {k: v for k, v in shape.items()
+            if not (k.startswith(f"{HISTORY_TABLE}[") or (held and k == "sequence_length"))}
+
+
+def cost_size(shape: dict) -> float:
+    """The sum of the logs of a shape's cost numbers, batch sizes aside: what orders a pair's shapes by cost."""
+    return sum(math.log(max(float(v), 1.0)) for k, v in shape.items()
+               if k in COST_KEYS and k not in BATCH_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
 def shape_id(shape: dict) -> str:
@@ -217,7 +240,8 @@ class RehearsalContext:
 class Bounded:
     """A loop over batches that does not go through `ctx.progress` (an evaluation pass, node classification's
     embedding of every edge): `function` of `module`, where the task's code looks it up, run by the rehearsal on
-    the first batches of `items` (argument names; cut alike), `batch` its batch size from the bound arguments."""
+    the first batches of `items` (argument names; cut alike), `batch` its batch size from the bound arguments.
+    With `part`, every pass runs PART_ROWS rows of its first batch instead (`_bounded_pass`)."""
 
     module: str
     function: str
@@ -226,12 +250,28 @@ class Bounded:
     cut: Callable[[Any, int], Any] = lambda items, n: items[:n]  # the first n of `items`
     pad: Callable[[Any, int], Any] | None = None  # the output of a full pass of n items from a cut pass's
     nested: bool = False  # it runs in the nested run (node classification's backbone)
+    part: Callable[[Any, int, int], Any] | None = None  # (items, batch size, rows) -> `rows` of the first batch,
+    # the costliest of it among them: for a pass whose one batch takes minutes on a CPU (the point processes' thinning)
 
 
-def _tpp_head(seqs, n: int):
-    from timerepro.tasks.temporal_point_process import head
+PART_ROWS = 16  # rows of a batch a `Bounded.part` pass runs; its seconds x the batch's rows / these: an upper bound
 
-    return head(seqs, n)
+
+def _tpp_part(seqs, size: int, rows: int):
+    """`rows` sequences of the first batch of `size`: its longest (a batch is padded to its longest sequence, every
+    row computed at that length: the point processes' thinning) and the first rows - 1 others."""
+    import numpy as np
+
+    from timerepro.data.tpp import EventSequences
+
+    m = min(size, len(seqs))
+    longest = int(np.argmax(seqs.lengths[:m]))
+    keep = np.array(sorted([i for i in range(m) if i != longest][: rows - 1] + [longest]))
+    starts, ends = seqs.seq_ptr[keep], seqs.seq_ptr[keep + 1]
+    take = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])  # the kept sequences' events, in order
+    ptr = np.concatenate([[0], np.cumsum(ends - starts)]).astype(seqs.seq_ptr.dtype)
+    return EventSequences(ptr, seqs.time_since_start[take], seqs.time_since_last_event[take], seqs.type_event[take],
+                          seqs.seq_idx[keep], None if seqs.label is None else seqs.label[keep])
 
 
 def _pad_rows(out, n: int):
@@ -253,15 +293,18 @@ BOUNDED = {
                             Bounded("timerepro.tasks.node_classification", "source_embeddings", ("idx",),
                                     lambda a: int(a["batch_size"]), pad=_pad_rows)),
     "forecasting": (Bounded("timerepro.tasks.forecasting", "evaluate", ("x", "y"), _forecast_batch),),
+    # one batch of AttNHP's thinning re-runs its encoder at 506 sampled times after every event: minutes on a CPU
     "temporal_point_process": (Bounded("timerepro.tasks.temporal_point_process", "evaluate", ("seqs",),
-                                       lambda a: int(a["batch_size"]), cut=_tpp_head),),
+                                       lambda a: int(a["batch_size"]), part=_tpp_part),),
 }
 
 
 def _bounded_pass(b: Bounded, original: Callable, timings: Timings) -> Callable:
     """`original`, run on its first batches and timed. A function's first pass runs `timings.batches` batches,
     the first of them apart (warm-up: allocation, kernel selection), each later pass one batch; every pass
-    records its full number of batches, so the estimate prices it whole."""
+    records its full number of batches, so the estimate prices it whole. A `part` pass runs PART_ROWS rows of its
+    first batch (the function's first pass: once more before, a warm-up) and records them (`rows` of `batch_rows`):
+    a batch costs c + rows x r at its padded length, so seconds x batch_rows / rows bound it."""
     signature = inspect.signature(original)
 
     def bounded(*args, **kwargs):
@@ -275,21 +318,31 @@ def _bounded_pass(b: Bounded, original: Callable, timings: Timings) -> Callable:
         if full == 0:
             return original(**a)
         first = not any(p["name"] == b.function for p in target.passes)
-        want = min(full, target.batches if first else 1)
 
-        def call(k: int):
-            cut = {**a, **{name: b.cut(a[name], k * size) for name in b.items}}
+        def call(cut: Callable[[Any], Any]):
             start = time.perf_counter()
             target.started(start)
-            return original(**cut), time.perf_counter() - start
+            return original(**{**a, **{name: cut(a[name]) for name in b.items}}), time.perf_counter() - start
 
-        warm = 0.0
-        if want > 1:  # warm-up batch apart
-            _, warm = call(1)
-            want -= 1
-        out, seconds = call(want)
+        warm, rows = 0.0, {}
+        if b.part is not None:  # PART_ROWS rows of the first batch, a warm-up of them first on the first pass
+            rows = {"rows": min(PART_ROWS, size, n), "batch_rows": min(size, n)}
+
+            def part(items):
+                return b.part(items, size, rows["rows"])
+
+            if first:
+                _, warm = call(part)
+            want = 1
+            out, seconds = call(part)
+        else:
+            want = min(full, target.batches if first else 1)
+            if want > 1:  # warm-up batch apart
+                _, warm = call(lambda items: b.cut(items, size))
+                want -= 1
+            out, seconds = call(lambda items: b.cut(items, want * size))
         target.passes.append({"name": b.function, "batches": full, "timed": want, "seconds": seconds,
-                              "warmup_s": warm, "in_epoch": target.in_fit})
+                              "warmup_s": warm, "in_epoch": target.in_fit, **rows})
         return b.pad(out, n) if b.pad else out
 
     return bounded
@@ -337,6 +390,11 @@ def _epoch_s(row: dict) -> float:
     return float(row.get("epoch_time_s") or 0) + float(row.get("val_time_s") or 0)
 
 
+def _pass_per_batch(p: dict) -> float:
+    """Seconds per whole batch of a pass: its timed seconds per batch, x batch_rows / rows for a partial batch."""
+    return p["seconds"] / max(p["timed"], 1) * p.get("batch_rows", 1) / p.get("rows", 1)
+
+
 def _figures(t: Timings, strategies_key: str | None, config: dict) -> dict:
     """Per-batch figures of one run level (the run, or its nested backbone)."""
     out: dict = {}
@@ -344,9 +402,9 @@ def _figures(t: Timings, strategies_key: str | None, config: dict) -> dict:
         out.update(train_batch_s=_per_batch(t.train), train_batch_cpu_s=_per_batch(t.train_cpu),
                    train_batches_timed=len(t.train), train_batches_per_epoch=t.train_per_epoch)
     if t.passes:
-        passes = [{**p, "per_batch_s": p["seconds"] / max(p["timed"], 1)} for p in t.passes]
+        passes = [{**p, "per_batch_s": _pass_per_batch(p)} for p in t.passes]
         timed = sum(p["timed"] for p in passes)
-        out.update(eval_passes=passes, eval_batch_s=sum(p["seconds"] for p in passes) / max(timed, 1),
+        out.update(eval_passes=passes, eval_batch_s=sum(p["per_batch_s"] * p["timed"] for p in passes) / max(timed, 1),
                    eval_batches_per_epoch=sum(p["batches"] for p in passes if p["in_epoch"]),
                    eval_batches_final=sum(p["batches"] for p in passes if not p["in_epoch"]))
     if strategies_key:  # link prediction's final passes grow with its negative-sampling strategies
@@ -638,10 +696,9 @@ def pair_of(shape: dict) -> str:
 
 
 def _cost_rank(s: Shape) -> tuple:
-    """Of a pair's shapes, the costliest first: the numbers of its cost keys (batch sizes aside), then its runs."""
-    costs = [v for k, v in sorted(s.shape.items()) if k in COST_KEYS and k not in BATCH_KEYS
-             and isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return (sum(math.log(max(float(v), 1.0)) for v in costs), len(s.runs))
+    """Of a pair's shapes, the costliest first: the numbers of the cost keys it runs with (`effective_shape`: a
+    history length on its knob), then its runs."""
+    return cost_size(effective_shape(s.config())), len(s.runs)
 
 
 def _selected(all_shapes: list[Shape], args) -> list[Shape]:

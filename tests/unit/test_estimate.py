@@ -161,6 +161,78 @@ def test_a_sibling_that_ran_less_prices_nothing_and_says_why(reg, tmp_path):
     assert est.basis == estimate.NONE and est.hours is None and "no upper bound" in est.note
 
 
+@pytest.fixture(scope="module")
+def paper_shapes(reg):
+    from timerepro import rehearse
+
+    return rehearse.shapes(reg, "paper")
+
+
+def _lp_run(paper_shapes, model: str, dataset: str, history: str | None, length: int | None = None):
+    """A paper-scale link-prediction run of (model, dataset), in the model's own variant, whose history length is set
+    by `history` only (the table "sequence_length_by_dataset", or "sequence_length" = `length`) or by nothing."""
+    for s in paper_shapes:
+        keys = {k.split("[")[0] for k in s.shape if k.startswith("sequence_length")}
+        if (s.name == f"link_prediction/{model}/{dataset}" and keys == ({history} if history else set())
+                and (length is None or s.shape.get("sequence_length") == length)):
+            for r in s.runs:
+                if r.config.get("variant", model) == model:
+                    return r
+    raise LookupError((model, dataset, history, length))
+
+
+def _as_sibling(run) -> dict:
+    """A rehearsal record of `run`, as far as `sibling_gaps` reads it: its shape and the config it ran."""
+    from timerepro.rehearse import shape_of
+
+    return {"shape": shape_of(run.config), "config": run.config}
+
+
+def _gaps(sibling, run) -> list[str]:
+    return estimate.sibling_gaps(_as_sibling(sibling), run.config)
+
+
+def test_a_history_length_bounds_a_sibling_through_the_knob_it_sets(paper_shapes):
+    """A history length (the per-dataset table, `sequence_length`) acts on one knob of the model (overrides.resolve),
+    a cost key: a sibling that ran without it bounds a run with it where the knob it ran with is no smaller (and the
+    reverse), a knob set higher is the gap; a model without a knob reads no history. Without the record's config
+    the declared shapes are compared (the table's entry against nothing: no bound)."""
+    from timerepro.models.graph.overrides import KNOB
+    from timerepro.rehearse import COST_KEYS, shape_of
+
+    assert {k for k in KNOB.values() if k} <= set(COST_KEYS)  # the knob is a cost key of every shape
+    table = "sequence_length_by_dataset"
+    # DyG-Mamba on UCI: the table's 32 against the dataset default 1024 (models.yaml dataset_defaults)
+    short, default = _lp_run(paper_shapes, "dyg_mamba", "uci", table), _lp_run(paper_shapes, "dyg_mamba", "uci", None)
+    assert _gaps(default, short) == []
+    assert any(table in g for g in estimate.sibling_gaps({"shape": shape_of(default.config)}, short.config))
+    assert _gaps(short, default) == ["max_input_sequence_length 1024 where it ran 32"]
+    # JODIE reads no history: the table changes nothing, either way
+    eq, plain = _lp_run(paper_shapes, "jodie", "uci", table), _lp_run(paper_shapes, "jodie", "uci", None)
+    assert _gaps(plain, eq) == _gaps(eq, plain) == []
+    # TGN on LastFM: the table's 512 neighbours are no run's default 10
+    eq, plain = _lp_run(paper_shapes, "tgn", "lastfm", table), _lp_run(paper_shapes, "tgn", "lastfm", None)
+    assert _gaps(plain, eq) == ["num_neighbors 512 where it ran 10"] and _gaps(eq, plain) == []
+    # Figure 7's sequence_length on Enron: the longest bounds the default (256), not the reverse
+    longest = _lp_run(paper_shapes, "dyg_mamba", "enron", "sequence_length", 2048)
+    plain = _lp_run(paper_shapes, "dyg_mamba", "enron", None)
+    assert _gaps(longest, plain) == [] and _gaps(plain, longest) == ["max_input_sequence_length 2048 where it ran 256"]
+
+
+def test_of_the_siblings_that_bound_a_run_the_closest_prices_it(paper_shapes, tmp_path):
+    """Two siblings bound a run (Figure 7's lengths on Enron for the default 256): the one that ran less prices it."""
+    plain = _lp_run(paper_shapes, "dyg_mamba", "enron", None)
+    recs = {}
+    for length, seconds in ((2048, 9.0), (512, 3.0)):
+        run = _lp_run(paper_shapes, "dyg_mamba", "enron", "sequence_length", length)
+        rec = write_rehearsal(tmp_path, run, train_batch_s=seconds)
+        recs[rec["shape_id"]] = {**rec, "config": run.config}
+    est = estimate._estimate_paper(plain, recs, estimate.References([]))
+    assert est.basis == estimate.CPU_REHEARSAL and "sibling" in est.note
+    closest = next(r for r in recs.values() if r["train_batch_s"] == 3.0)
+    assert closest["shape_id"] in est.note
+
+
 def test_passes_are_priced_each_by_its_own_batches_and_a_backbone_by_its_epochs(reg):
     """A version-2 record: each pass its full batches x its seconds per batch, every epoch or once; node
     classification's backbone adds backbone_epochs x its epoch and its final passes."""

@@ -104,6 +104,44 @@ def test_point_process_training_and_evaluation_are_bounded(reg, standin_root, mo
     in_epoch = [p for p in rec["eval_passes"] if p["in_epoch"]]
     final = [p for p in rec["eval_passes"] if not p["in_epoch"]]
     assert len(in_epoch) == 1 and len(final) == 1  # validation every epoch; the test pass (thinning) once
+    for p in rec["eval_passes"]:  # rows of one batch (all of a smoke split's: fewer than PART_ROWS), priced whole
+        assert p["timed"] == 1 and p["rows"] == min(rehearse.PART_ROWS, p["batch_rows"])
+        assert p["per_batch_s"] == pytest.approx(p["seconds"] * p["batch_rows"] / p["rows"])
+
+
+def test_a_partial_pass_runs_rows_of_one_batch_with_its_longest_and_prices_the_whole_batch():
+    """A `Bounded.part` pass (the point processes' evaluation: one batch of AttNHP's thinning takes minutes on a CPU)
+    runs PART_ROWS rows of its first batch, the batch's longest sequence among them (every row is computed at the
+    padded length), a warm-up of them first on the function's first pass; a whole batch is priced as x its rows."""
+    import numpy as np
+
+    from timerepro.data.tpp import EventSequences
+
+    lengths = np.array([3] * 40 + [9] + [2] * 59)  # 100 sequences; the longest, #40, in the first batch of 64
+    ptr = np.concatenate([[0], np.cumsum(lengths)])
+    n = int(ptr[-1])
+    seqs = EventSequences(ptr, np.arange(n, dtype=float), np.ones(n), np.zeros(n, dtype=np.int64), np.arange(100))
+    seen = []
+
+    def evaluate(seqs, batch_size, thinning=None):
+        seen.append(seqs)
+        return {"n": len(seqs)}
+
+    b = rehearse.Bounded("m", "evaluate", ("seqs",), lambda a: int(a["batch_size"]), part=rehearse._tpp_part)
+    timings = rehearse.Timings(batches=3)
+    bounded = rehearse._bounded_pass(b, evaluate, timings)
+    assert bounded(seqs, batch_size=64) == {"n": rehearse.PART_ROWS}
+    bounded(seqs, 64, thinning="on")  # a later pass
+    assert len(seen) == 3  # the first pass: a warm-up, then the timed one; the later pass: one
+    part = seen[-1]
+    assert len(part) == rehearse.PART_ROWS and list(part.seq_idx) == list(range(rehearse.PART_ROWS - 1)) + [40]
+    assert part.lengths.max() == 9
+    np.testing.assert_array_equal(part.sequence(rehearse.PART_ROWS - 1)["time_since_start"],
+                                  seqs.sequence(40)["time_since_start"])
+    first, later = timings.passes
+    assert first["batches"] == later["batches"] == 2 and first["timed"] == later["timed"] == 1
+    assert first["rows"] == rehearse.PART_ROWS and first["batch_rows"] == 64 and later["warmup_s"] == 0
+    assert rehearse._pass_per_batch(first) == pytest.approx(first["seconds"] * 64 / rehearse.PART_ROWS)
 
 
 def test_a_task_without_batch_hooks_rehearses_one_whole_epoch(reg, monkeypatch):
