@@ -10,7 +10,8 @@
         evaluation; a phase the reference cannot run is reported as `<rate>_error` instead of its rate
     floor_note(model, runs) -> str | None   optional: a line printed under the row (the EasyTPP rows' floor)
 
-`measure.py` runs one measurement in a process of its own (threads set, peak resident memory added); `run` does
+`measure.py` runs one measurement in a process of its own (threads set, peak resident memory added unless the
+measurement set it: the EasyTPP rows' floor profiles after their peak is read); `run` does
 what reference_table.py does for DyGLib's rows: processes alternate reference / project, seed by seed, and each
 row is printed with reference_table's `row` as soon as it is measured.
 """

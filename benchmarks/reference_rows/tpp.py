@@ -22,6 +22,7 @@ bound is generous where they dominate.
 from __future__ import annotations
 
 import json
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -119,6 +120,7 @@ def project_measure(config: dict, inputs: Inputs, seed: int, floor: bool = False
     out.update(eval_bps=n / (time.perf_counter() - t0), metric=float(metrics["loglike_per_event"]),
                n_parameters=int(sum(p.numel() for p in model.parameters() if p.requires_grad)))
     if floor:  # the warm-up batches again (one batch each), after every timed step
+        out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # the row's: before the profiler's
         out["floor_train_s"], out["floor_train_wall_s"] = product_seconds(
             lambda: train_epoch(model, opt, inputs.seqs["train_warm"], **kw))
         out["floor_eval_s"], out["floor_eval_wall_s"] = product_seconds(
