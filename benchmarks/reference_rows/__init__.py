@@ -8,8 +8,10 @@
     measure(impl, model, paths, n, seed) -> {train_bps, eval_bps, loss, metric, n_parameters}
         impl "reference" or "project": one untimed warm-up step, then n timed training steps; the same for
         evaluation; a phase the reference cannot run is reported as `<rate>_error` instead of its rate
+    floor_note(model, runs) -> str | None   optional: a line printed under the row (the EasyTPP rows' floor)
 
-`measure.py` runs one measurement in a process of its own (threads set, peak resident memory added); `run` does
+`measure.py` runs one measurement in a process of its own (threads set, peak resident memory added unless the
+measurement set it: the EasyTPP rows' floor profiles after their peak is read); `run` does
 what reference_table.py does for DyGLib's rows: processes alternate reference / project, seed by seed, and each
 row is printed with reference_table's `row` as soon as it is measured.
 """
@@ -94,6 +96,9 @@ def run(args, env: dict, row, print_row) -> list[tuple[str, str]]:
                         f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in res.items()),
                         file=sys.stderr, flush=True)
             print_row(row(model, runs, source=fam.SOURCE, batch=fam.batch_size(model), metric="metric"))
+            note = fam.floor_note(model, runs) if hasattr(fam, "floor_note") else None
+            if note:
+                print(note, flush=True)
         notes.append(f"{name} rows: loss = {fam.LOSS}, metric = {fam.METRIC}")
     for note in notes:
         print(note)

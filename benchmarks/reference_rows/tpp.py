@@ -8,11 +8,21 @@ with its own TPPDataLoader: HF `json` loading, EventTokenizer, collator) and as 
 Training: 1 + n batches, the first untimed; evaluation: 1 + n other batches, the first untimed, each scored as
 each side's test evaluation scores it (log-likelihood on EasyTPP's 20-point grid and one-step thinning
 predictions after every event, thinning settings of the run config).
+
+Floor (`floor=True`, the project's process of seed 0, after its timed phases): one more training step and one more
+evaluation batch of the project under torch.profiler, and the self time of their product kernels (`PRODUCTS`:
+matrix products, and the fused RNN layers of nn.RNN/GRU/LSTM, gates included, which no implementation of those
+classes avoids). The project's step is an exact float32 implementation (one encoder pass per batch and phase, the
+intensity only at the proposals thinning reads): the reference step's time over these seconds is what an exact
+float32 implementation with these products could gain at most (issue 27, item 2). Elementwise kernels (exp, tanh,
+softplus of the intensities at the integral's points and the proposals) are left out of the floor's time, so the
+bound is generous where they dominate.
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +30,9 @@ from pathlib import Path
 import numpy as np
 
 K, MIN_LEN, MAX_LEN = 10, 36, 38  # Taxi: hawkes_attention Table 1 (timerepro.data.standins.PAPER_TPP["taxi"])
+# the floor's kernels (torch.profiler names, self time): matrix products and the fused RNN layers (forward, backward)
+PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::mv", "aten::addmv",
+            "aten::dot", "aten::_addmm_activation", "aten::mkldnn_rnn_layer", "aten::mkldnn_rnn_layer_backward")
 
 
 def records(n_sequences: int, split_seed: int) -> list[dict]:
@@ -64,8 +77,21 @@ class Inputs:
 
 # ------------------------------------------------------------------ the project's side
 
-def project_measure(config: dict, inputs: Inputs, seed: int) -> dict:
-    """tasks/temporal_point_process.py's model, optimizer, `train_epoch` and test-time `evaluate`, timed."""
+def product_seconds(fn) -> tuple[float, float]:
+    """(seconds of `fn()`'s PRODUCTS kernels (self CPU time), wall seconds of `fn()`) under torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    wall = time.perf_counter() - t0
+    return sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCTS) / 1e6, wall
+
+
+def project_measure(config: dict, inputs: Inputs, seed: int, floor: bool = False) -> dict:
+    """tasks/temporal_point_process.py's model, optimizer, `train_epoch` and test-time `evaluate`, timed; `floor`:
+    then the product seconds of one more training step and one more evaluation batch (`floor_train_s`,
+    `floor_eval_s`)."""
     import torch
 
     from timerepro.models.registry import build
@@ -93,7 +119,34 @@ def project_measure(config: dict, inputs: Inputs, seed: int) -> dict:
     metrics = evaluate(model, inputs.seqs["dev_timed"], **ev)
     out.update(eval_bps=n / (time.perf_counter() - t0), metric=float(metrics["loglike_per_event"]),
                n_parameters=int(sum(p.numel() for p in model.parameters() if p.requires_grad)))
+    if floor:  # the warm-up batches again (one batch each), after every timed step
+        out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # the row's: before the profiler's
+        out["floor_train_s"], out["floor_train_wall_s"] = product_seconds(
+            lambda: train_epoch(model, opt, inputs.seqs["train_warm"], **kw))
+        out["floor_eval_s"], out["floor_eval_wall_s"] = product_seconds(
+            lambda: evaluate(model, inputs.seqs["dev_warm"], **ev))
     return out
+
+
+def floor_note(model: str, runs: dict) -> str | None:
+    """The line printed under a row: the reference's step (median over seeds) over the project's product seconds
+    (the floor), and the row's ratio (median over seeds) as a fraction of it; None when no floor was measured."""
+    from statistics import median
+
+    floors = [p for p in runs["project"] if "floor_train_s" in p]
+    if not floors:
+        return None
+    f, parts = floors[0], []
+    for phase, rate, key in (("training", "train_bps", "floor_train_s"), ("evaluation", "eval_bps", "floor_eval_s")):
+        ref = [1 / r[rate] for r in runs["reference"] if rate in r]
+        ratio = [p[rate] / r[rate] for p, r in zip(runs["project"], runs["reference"]) if rate in p and rate in r]
+        if not ref:
+            parts.append(f"{phase}: products {f[key]:.3f} s per batch, no reference step")
+            continue
+        top = median(ref) / f[key]
+        parts.append(f"{phase}: products {f[key]:.3f} s per batch against the reference's {median(ref):.3f} s, floor "
+                     f"{top:.1f}x" + (f", the project at {median(ratio) / top:.2f} of it" if ratio else ""))
+    return f"  floor {model}: " + "; ".join(parts)
 
 
 def _concat(a, b):

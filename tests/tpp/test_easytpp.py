@@ -281,3 +281,24 @@ def test_lazy_proposals_give_the_draws_of_every_proposal(name, batch, monkeypatc
         assert torch.equal(lazy[0], whole[0]) and torch.equal(lazy[1], whole[1])
         if name != "fullynn":  # this untrained FullyNN accepts no proposal anywhere: every slice is evaluated
             assert lazy_entries < sum(entries) / 2
+
+
+def test_attnhp_states_and_gradients_equal_easytpp(batch):
+    """Compared: `attnhp_states` (the events' half of AttNHP's encoder once) with EasyTPP's
+    compute_states_at_sample_times at the same times, in training mode (no dropout), and the gradients of the
+    project's log-likelihood with those of EasyTPP's loglike_loss, Table 6 sizes."""
+    torch.manual_seed(0)
+    model = build_model("attnhp", {"d_model": 32, "time_emb_size": 16, "num_layers": 2, "num_heads": 2}, K).train()
+    t, ty = batch.time_seqs, batch.type_seqs
+    s = t[..., None] + torch.rand(*t.shape, 5, generator=torch.Generator().manual_seed(0))  # [B, L, 5]
+    ours = E.attnhp_states(model.model, t, ty, s)
+    ref = model.model.compute_states_at_sample_times(t, ty, E.easytpp_attention_mask(ty, K), s)
+    assert ours.shape == ref.shape and torch.allclose(ours, ref, rtol=1e-5, atol=1e-6)
+    grads = []
+    for loss in (lambda: -log_likelihood(model, batch).total, lambda: model.model.loglike_loss(**batch.as_dict())[0]):
+        model.zero_grad()
+        loss().backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and len(grads[0]) > 5
+    for n in grads[0]:  # per tensor: the difference's norm against the gradient's (event times differ by rounding)
+        assert float((grads[0][n] - grads[1][n]).norm()) <= 1e-4 * float(grads[1][n].norm()) + 1e-6, n

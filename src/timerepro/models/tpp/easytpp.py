@@ -14,7 +14,7 @@ How each model is split (all calls are EasyTPP's methods):
 | RMTPP | RNN states (`forward`) | `evolve_and_get_intentsity` | protocol |
 | NHP | c, c_bar, delta, o after each event (`forward`) | `layer_intensity(get_states)` | protocol |
 | SAHP, THP | encoder output (`forward`) | `softplus(compute_states_at_sample_times)` | protocol |
-| AttNHP | the inputs (t, type) themselves | encoder re-run at t_j + s (`compute_states_at_sample_times`) | protocol |
+| AttNHP | the inputs (t, type) themselves | encoder re-run at t_j + s (`attnhp_states`: EasyTPP's `compute_states_at_sample_times`, events' half once) | protocol |
 | ODETPP | right limits (`forward`) | one RK4 step (`compute_states_at_sample_times`) | own: event intensities use the multi-step adjoint ODE left limits |
 | FullyNN | RNN states (`forward`) | d/ds of the cumulative hazard, under `enable_grad` | own: the cumulative hazard is the exact integral |
 | IntensityFree | GRU context (`forward`) | not defined (no intensity in its likelihood) | own: log-normal mixture density + categorical mark; prediction by its own sampler |
@@ -27,6 +27,8 @@ t_j - t_{j-1} (0 for the first event, as in EasyTPP's JSON datasets, and at padd
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -150,17 +152,76 @@ class SAHPModel(THPModel):
 
 
 class AttNHPModel(EasyTPPModel):
-    """AttNHP's intensity at t needs a fresh encoder pass with t's temporal embedding: hidden holds the inputs."""
+    """AttNHP's intensity at t needs an encoder pass with t's temporal embedding: hidden holds the inputs. The pass
+    is `attnhp_states` (EasyTPP's equations with the events' half computed once, not once per sample time) unless
+    dropout is active in training, where EasyTPP's own `compute_states_at_sample_times` draws its masks."""
 
     def encode(self, time_seqs, type_seqs, attention_mask=None):
         return torch.stack([time_seqs, type_seqs.to(time_seqs.dtype)], dim=-1)  # [B, L, 2]
 
+    def _inputs(self, hidden):
+        return hidden[..., 0], hidden[..., 1].round().long()  # time_seqs, type_seqs [B, L] each
+
     def intensities_at(self, times_since_last, hidden):
-        time_seqs, type_seqs = hidden[..., 0], hidden[..., 1].round().long()  # [B, L] each
-        mask = easytpp_attention_mask(type_seqs, self.pad_token_id)
+        time_seqs, type_seqs = self._inputs(hidden)
         sample_times = time_seqs[..., None] + times_since_last  # [B, L, S]: absolute times, as loglike_loss uses
-        states = self.model.compute_states_at_sample_times(time_seqs, type_seqs, mask, sample_times)  # [B, L, S, D*H]
+        if self.training and self.model.dropout > 0:
+            mask = easytpp_attention_mask(type_seqs, self.pad_token_id)
+            states = self.model.compute_states_at_sample_times(time_seqs, type_seqs, mask, sample_times)
+        else:
+            states = attnhp_states(self.model, time_seqs, type_seqs, sample_times)  # [B, L, S, H*D]
         return self.model.layer_intensity(states)
+
+
+def _attnhp_event_stream(m, time_seqs, type_seqs):
+    """AttNHP's events through its heads and layers: [(layer, keys, values)] per head, keys and values [B, L, D] of
+    the events entering the layer, and EasyTPP's attention mask [B, L, L]. The events attend to events only (their
+    rows mask every query column in EasyTPP's combined mask), so this is the same for every sample time; the event
+    stream runs on from one head to the next, as in EasyTPP's `forward_pass`."""
+    event_emb, time_emb, _ = m.seq_encoding(time_seqs, type_seqs)  # [B, L, D+T], [B, L, T]
+    mask = easytpp_attention_mask(type_seqs, m.pad_token_id)  # [B, L, L], True = masked
+    heads = []
+    for head in m.heads:
+        layers = []
+        for layer in head:
+            lq, lk, lv = layer.self_attn.linears
+            k, v = lk(event_emb), lv(event_emb)  # [B, L, D]
+            layers.append((layer, k, v))
+            scores = torch.matmul(lq(event_emb), k.transpose(1, 2)) / math.sqrt(k.size(-1))  # [B, L, L]
+            p = torch.softmax(scores.masked_fill(mask, -1e9), dim=-1)
+            event_emb = torch.cat([torch.matmul(p, v), time_emb], dim=-1)
+        heads.append(layers)
+    return heads, mask
+
+
+def attnhp_states(m, time_seqs, type_seqs, sample_times):
+    """EasyTPP AttNHP's `compute_states_at_sample_times(time_seqs, type_seqs, its mask, sample_times)` with the
+    events' half of the encoder computed once (EasyTPP re-runs all 2L tokens for every sample time): the query of
+    position j at time t attends to the events k <= j (not padding) and to itself, as EasyTPP's combined mask lets it.
+    Equal up to float rounding (the masked keys, exact zeros in EasyTPP's softmax, are not summed here); no dropout.
+    sample_times [B, L, S] -> [B, L, S, H*D]."""
+    B, L = time_seqs.shape
+    S = sample_times.size(-1)
+    heads, mask = _attnhp_event_stream(m, time_seqs, type_seqs)
+    q_mask = mask[:, :, None, :].expand(B, L, S, L).reshape(B, L * S, L)  # [B, L*S, L]: query (j, n) sees k <= j
+    emb = m.compute_temporal_embedding(sample_times.reshape(B, L * S))  # [B, L*S, T]
+    states = []
+    for layers in heads:
+        cur = emb.new_zeros(B, L * S, m.d_model)  # EasyTPP's init_cur_layer
+        for layer, k, v in layers:
+            lq, lk, lv = layer.self_attn.linears
+            x = torch.cat([cur, emb], dim=-1)  # [B, L*S, D+T]
+            q = lq(x)
+            scale = math.sqrt(q.size(-1))
+            to_events = (torch.matmul(q, k.transpose(1, 2)) / scale).masked_fill(q_mask, -1e9)  # [B, L*S, L]
+            to_self = (q * lk(x)).sum(-1, keepdim=True) / scale  # [B, L*S, 1]
+            p = torch.softmax(torch.cat([to_events, to_self], dim=-1), dim=-1)  # [B, L*S, L+1]
+            out = torch.matmul(p[..., :L], v) + p[..., L:] * lv(x)  # [B, L*S, D]
+            cur = torch.tanh(out) + cur
+            if m.use_norm:
+                cur = m.norm(cur)
+        states.append(cur)
+    return torch.cat(states, dim=-1).view(B, L, S, -1)  # [B, L, S, H*D]
 
 
 def _empty_or_none(batch: Batch) -> LogLikelihood | None:
