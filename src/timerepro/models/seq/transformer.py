@@ -137,7 +137,7 @@ class SyntheticSequenceClassifier(nn.Module):
         z = torch.cat([phi, x_all.unsqueeze(-1)], dim=-1)  # (S, B, M+1, d_T+1)
         mask = causal_mask(z.shape[2], z.device) if self.attention == "causal" else None
         attn = None
-        for i, _ in enumerate(self.layers):
+        for i in range(len(self.layers)):
             p = _member_dict(params, {}, f"layers.{i}")
             z, attn = _stacked_layer(p, z, mask, None if drops is None else drops[3 * i : 3 * i + 3])
         pooled = z[:, :, -1] if self.attention == "causal" else z.mean(dim=2)  # (S, B, d_T+1)
