@@ -111,4 +111,6 @@ def test_resources_are_resolved_per_dataset_and_name_their_key(registry):
         registry.scales["scales"]["smoke"]["resources"]["link_prediction"]["mem_mb"]
     runs = [r for r in registry.runs("paper", paper="dyg_mamba") if r.config.get("model") == "dyg_mamba"]
     by_data = {r.config["dataset"]: r.resources["mem_mb"] for r in runs if r.config["task"] == "link_prediction"}
-    assert by_data["lastfm"] == big["mem_mb"] and by_data["uci"] == lp["mem_mb"]
+    own = registry.models["dyg_mamba"]["resources"]["per_dataset"]
+    assert by_data["lastfm"] == big["mem_mb"] and by_data["uci"] == own["uci"]["mem_mb"]
+    assert "enron" not in own and by_data["enron"] == lp["mem_mb"]
