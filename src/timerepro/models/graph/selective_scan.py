@@ -56,7 +56,7 @@ def linear_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     h[:, 1:2 * half:2] = h_odd
     h[:, 0] = b[:, 0]  # h_0 = b_0 (h_(-1) = 0)
     # h_(2i) = a_(2i) h_(2i-1) + b_(2i) for i >= 1, and the last step of an odd length
-    h[:, 2:length:2] = torch.addcmul(b[:, 2:length:2], a[:, 2:length:2], h_odd[:, : (length - 1) // 2])
+    torch.addcmul(b[:, 2:length:2], a[:, 2:length:2], h_odd[:, : (length - 1) // 2], out=h[:, 2:length:2])
     return h
 
 
@@ -76,7 +76,7 @@ def reverse_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     h[:, r:length - 1:2] = h_lo
     h[:, length - 1] = b[:, length - 1]  # h_(L-1) = b_(L-1) (h_L = 0)
     # h_k = a_k h_(k+1) + b_k at k = 1-r, 3-r, .., L-3 (k+1 runs over the states just solved, from 2-r on)
-    h[:, 1 - r:length - 1:2] = torch.addcmul(b[:, 1 - r:length - 1:2], a[:, 1 - r:length - 1:2], h_lo[:, 1 - r:])
+    torch.addcmul(b[:, 1 - r:length - 1:2], a[:, 1 - r:length - 1:2], h_lo[:, 1 - r:], out=h[:, 1 - r:length - 1:2])
     return h
 
 
