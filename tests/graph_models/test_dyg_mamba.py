@@ -398,3 +398,37 @@ def test_noise_probe_evaluates_in_the_clean_tests_batches(task, tmp_path):
     metrics = json.loads((runs.execute(cfg, results=tmp_path, show_progress=False) / "metrics.json").read_text())
     assert metrics["test_transductive_random_noise0_ap"] == metrics["test_transductive_random_ap"]
     assert metrics["test_transductive_random_noise0_auc"] == metrics["test_transductive_random_auc"]
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 16, 17, 18, 33])
+def test_reverse_recurrence_is_the_flipped_scan_bit_for_bit(length):
+    """The backward's adjoint recurrence read in place is the former flip / scan / flip, exactly (issue 27)."""
+    from timerepro.models.graph.selective_scan import reverse_recurrence
+
+    torch.manual_seed(length)
+    a, b = torch.rand(5, length, 40, 16), torch.randn(5, length, 40, 16)
+    assert torch.equal(reverse_recurrence(a, b), linear_recurrence(a.flip(1), b.flip(1)).flip(1))
+
+
+@pytest.mark.parametrize("zoh", ["simplified", "exact"])
+@pytest.mark.parametrize("selective", [True, False])
+def test_kept_states_give_the_recomputed_gradients_bit_for_bit(zoh, selective, monkeypatch):
+    """A scan small enough to keep its decays and states for backward gives the outputs and gradients of one
+    that recomputes them, exactly, at the offline shape (batch 50, width 17, D 400, N 16)."""
+    from timerepro.models.graph import selective_scan as ss
+
+    torch.manual_seed(7)
+    batch, length, d, n = 50, 17, 400, 16
+    assert batch * length * d * n <= ss.KEEP_STATES_MAX  # the offline shape keeps its states
+    shape = (batch, length, n) if selective else (d, n)
+    inputs = (torch.randn(batch, length, d), torch.rand(batch, length, d) * 0.1, -torch.rand(d, n) - 0.1,
+              torch.randn(*shape), torch.randn(*shape))
+    dy = torch.randn(batch, length, d)
+    results = []
+    for limit in (ss.KEEP_STATES_MAX, 0):  # kept, then recomputed
+        monkeypatch.setattr(ss, "KEEP_STATES_MAX", limit)
+        ins = [t.clone().requires_grad_(True) for t in inputs]
+        y = ss.selective_scan(*ins, zoh=zoh, backend="torch")
+        y.backward(dy)
+        results.append([y.detach(), *(t.grad for t in ins)])
+    assert all(torch.equal(kept, recomputed) for kept, recomputed in zip(*results))

@@ -14,7 +14,8 @@ O(L) per (batch, channel, state) element, and the depth log2(L) levels of vector
 Everything is products and sums of numbers with |a| <= 1, so it is as accurate as the naive recurrence
 (no exp(-cumsum) rescaling as in log-space formulations, which lose digits on long sequences).
 Total cost of `selective_scan`: O(B L D N) time; memory O(B L D N) transient inside one call (forward, or its
-backward, which recomputes the states) and O(B L (D + N)) kept for backward between calls.
+backward, which recomputes the states) and O(B L (D + N)) kept for backward between calls; a scan of at most
+`KEEP_STATES_MAX` states keeps its decays and states for backward instead (the same numbers, computed once).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ import torch.nn.functional as F
 
 ZOH = ("simplified", "exact")
 BACKENDS = ("auto", "torch", "mamba_ssm")
+# (batch, L, D, N) elements up to which forward keeps a and h for backward (2 x 64 MiB in float32) rather than
+# recomputing them: offline shapes (50 x 17 x 400 x 16 = 5.4 M) keep them, paper-scale ones (UCI: 20 x 1026 x 400 x 16)
+# recompute, so their memory stays O(B L (D + N)) between calls
+KEEP_STATES_MAX = 1 << 24
 
 
 def mamba_ssm_available() -> bool:
@@ -51,7 +56,27 @@ def linear_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     h[:, 1:2 * half:2] = h_odd
     h[:, 0] = b[:, 0]  # h_0 = b_0 (h_(-1) = 0)
     # h_(2i) = a_(2i) h_(2i-1) + b_(2i) for i >= 1, and the last step of an odd length
-    h[:, 2:length:2] = torch.addcmul(b[:, 2:length:2], a[:, 2:length:2], h_odd[:, : (length - 1) // 2])
+    torch.addcmul(b[:, 2:length:2], a[:, 2:length:2], h_odd[:, : (length - 1) // 2], out=h[:, 2:length:2])
+    return h
+
+
+def reverse_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """h_k = a_k * h_(k+1) + b_k along dim 1 with h_L = 0: flip(linear_recurrence(flip(a), flip(b))) operation for
+    operation (the same pairs, the same products and sums per element), read in place instead of flipped copies."""
+    length = a.shape[1]
+    if length == 1:
+        return b.clone()
+    half, r = length // 2, length % 2
+    # flipped position j <-> k = L-1-j; the flipped pairs (2i, 2i+1) are (k+1, k) for k = r, r+2, .., L-2
+    a_hi, a_lo = a[:, r + 1:length:2], a[:, r:length - 1:2]  # (B, L/2, ...) views: k+1 and k
+    b_hi, b_lo = b[:, r + 1:length:2], b[:, r:length - 1:2]
+    # h_k = a_k a_(k+1) h_(k+2) + (a_k b_(k+1) + b_k)
+    h_lo = reverse_recurrence(a_lo * a_hi, torch.addcmul(b_lo, a_lo, b_hi))  # states at r, r+2, .., L-2
+    h = torch.empty_like(b)
+    h[:, r:length - 1:2] = h_lo
+    h[:, length - 1] = b[:, length - 1]  # h_(L-1) = b_(L-1) (h_L = 0)
+    # h_k = a_k h_(k+1) + b_k at k = 1-r, 3-r, .., L-3 (k+1 runs over the states just solved, from 2-r on)
+    torch.addcmul(b[:, 1 - r:length - 1:2], a[:, 1 - r:length - 1:2], h_lo[:, 1 - r:], out=h[:, 1 - r:length - 1:2])
     return h
 
 
@@ -78,7 +103,9 @@ def selective_scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: tor
         if zoh != "simplified":
             raise ValueError("mamba_ssm implements only the simplified discretisation (B_bar = Delta B)")
         return _scan_mamba_ssm(u, delta, A, B, C)
-    return _SelectiveScan.apply(u, delta, A, B, C, zoh == "exact")
+    keep = torch.is_grad_enabled() and any(t.requires_grad for t in (u, delta, A, B, C)) and \
+        u.shape[0] * u.shape[1] * A.numel() <= KEEP_STATES_MAX
+    return _SelectiveScan.apply(u, delta, A, B, C, zoh == "exact", keep)
 
 
 def _discretise(u, delta, A, B, exact: bool):
@@ -113,23 +140,30 @@ class _SelectiveScan(torch.autograd.Function):
     the sums over states or channels are einsum contractions (no (batch, L, D, N) product is kept)."""
 
     @staticmethod
-    def forward(ctx, u, delta, A, B, C, exact: bool):
+    def forward(ctx, u, delta, A, B, C, exact: bool, keep: bool):
         a, b = _discretise(u, delta, A, B, exact)
         h = linear_recurrence(a, b)
-        ctx.save_for_backward(u, delta, A, B, C)
+        # keep: the decays and states for backward (small scans); else backward recomputes them, bit for bit
+        ctx.save_for_backward(u, delta, A, B, C, *((a, h) if keep else ()))
         ctx.exact = exact
         return _over_states(h, C)  # y (batch, L, D)
 
     @staticmethod
     def backward(ctx, dy):
-        u, delta, A, B, C = ctx.saved_tensors
-        a, b = _discretise(u, delta, A, B, ctx.exact)
-        h = linear_recurrence(a, b)  # recomputed states (batch, L, D, N)
+        u, delta, A, B, C, *kept = ctx.saved_tensors
+        if kept:
+            a, h = kept
+        else:
+            a, b = _discretise(u, delta, A, B, ctx.exact)
+            h = linear_recurrence(a, b)  # recomputed states (batch, L, D, N)
+            del b
         dC = _over_channels(h, dy, C)
         # lam_k = g_k + a_(k+1) lam_(k+1), g = dy C: the recurrence on the reversed sequence, decays shifted by one
         g = dy.unsqueeze(-1) * _per_position(C)
-        a_next = torch.cat([a[:, 1:], torch.zeros_like(a[:, :1])], dim=1)
-        lam = linear_recurrence(a_next.flip(1), g.flip(1)).flip(1)  # dL/db
+        a_next = torch.empty_like(a)  # [a_1 .. a_(L-1), 0]: copied by slices (torch.cat along L is far slower here)
+        a_next[:, :-1] = a[:, 1:]
+        a_next[:, -1] = 0
+        lam = reverse_recurrence(a_next, g)  # dL/db
         del g, a_next
         # dL/d(Delta A) through a = exp(Delta A): lam_k h_(k-1) a_k (h_(-1) = 0)
         d_dA = lam * a
@@ -151,7 +185,7 @@ class _SelectiveScan(torch.autograd.Function):
             du = delta * lam_B
             ddelta = ddelta + u * lam_B
             dB = _over_channels(lam, delta * u, B)
-        return du, ddelta, dA, dB, dC, None
+        return du, ddelta, dA, dB, dC, None, None
 
 
 def _scan_mamba_ssm(u, delta, A, B, C) -> torch.Tensor:
