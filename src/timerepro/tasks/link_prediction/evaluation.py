@@ -27,6 +27,9 @@ METRIC_KEYS = metric_keys.MEASURES  # recorded per part and sampler: metric_keys
 # project: `monitor_metric`, strictly better; dyglib: DyGLib's, which the DyG-Mamba code runs
 # (Clearloveyuan/DyG-Mamba 05e397a train_link_prediction.py:431-434, utils/EarlyStopping.py:40-55): validation
 # AP and AUC (batch means), a new best when both are >= their bests
+# a batch under this many edges is scored in full even when its positives are known: a Linear on 1-3 rows takes
+# another CPU kernel than on more, so a call of only its negatives could differ in the last bits (docs/graph_speed.md)
+MIN_REUSE_BATCH = 8
 EARLY_STOPPING = {"project": lambda monitor: {"monitor": monitor, "mode": MONITOR_MODE[monitor], "ties": False},
                   "dyglib": lambda monitor: {"monitor": ("ap", "auc"), "mode": "max", "ties": True}}
 
@@ -73,12 +76,13 @@ def evaluate_pass(model: LinkPredictionModel, data: CTDGData, idx: np.ndarray, s
         b = idx[start:start + batch_size]
         src, dst, ts = data.src[b], data.dst[b], data.ts[b]
         neg_src, neg_dst = sampler.sample_for_batch(src, dst, ts)
+        full = positives is None or len(b) < MIN_REUSE_BATCH
         with autocast(amp, device):
-            if positives is None:
+            if full:
                 pos_logits, neg_logits = model.score(src, dst, neg_src, neg_dst, ts)
             else:
                 neg_logits = model.score_negatives(neg_src, neg_dst, ts)
-        pos.append(torch.sigmoid(pos_logits.float()) if positives is None else positives[i])
+        pos.append(torch.sigmoid(pos_logits.float()) if full else positives[i])
         neg.append(torch.sigmoid(neg_logits.float()))
         state.observe(src, dst, ts, data.edge_ids[b])  # the batch's edges, after its predictions
     pos_p, neg_p = torch.cat(pos).cpu(), torch.cat(neg).cpu()
