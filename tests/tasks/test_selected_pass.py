@@ -48,6 +48,9 @@ def test_selected_validation_figures_are_the_rerun_pass(task, tmp_path, monkeypa
         return {}
 
     monkeypatch.setattr(loop, "evaluate", counting)
+    pass_of = loop.evaluate_pass  # the final passes (a part's positives reused under the second sampler)
+    monkeypatch.setattr(loop, "evaluate_pass", lambda model_, data, idx, *a, **k: passes.append(len(idx))
+                        or pass_of(model_, data, idx, *a, **k))
     monkeypatch.setattr(loop, "run_probes", capture)
     d = runs.execute(cfg, results=tmp_path, show_progress=False)
     metrics = json.loads((d / "metrics.json").read_text())

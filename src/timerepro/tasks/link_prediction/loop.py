@@ -16,7 +16,8 @@ from timerepro.graphs.neighbors import TRAIN_NEIGHBOR_SEED, TemporalNeighbors, n
 from timerepro.models.graph.memory import stream_state
 from timerepro.tasks.link_prediction.data import load_data
 from timerepro.tasks.link_prediction.evaluation import (METRIC_KEYS, MONITOR_MODE, MONITOR_PARTS, PARTS, early_stopping,
-                                                         evaluate, selection_pass)
+                                                         evaluate, evaluate_pass, reuses_positives,
+                                                         selection_pass)
 from timerepro.tasks.link_prediction.model import MODELS, LinkPredictionModel, count_parameters, trainable
 from timerepro.tasks.link_prediction.training import autocast, make_optimizer
 from timerepro.tasks.probes import Trained, run_probes
@@ -120,6 +121,8 @@ def run(config: dict, ctx) -> dict:
     state.backup_state("val_end")  # the best state has seen the validation edges
     t_test = time.perf_counter()
     selected = selection_pass(result, monitor_part, monitor_negatives, len(val_idx))
+    # a part's positives scored once, reused by its passes under the other samplers (same batches, same weights)
+    positives: dict | None = {} if reuses_positives(model) else None
     for strategy in eval_negatives:
         samplers = monitor_samplers if strategy == monitor_negatives else dyglib_eval_samplers(data, split, strategy)
         for sampler_name, mask_name, part, setting in PARTS:
@@ -130,7 +133,11 @@ def run(config: dict, ctx) -> dict:
                 m = selected[sampler_name, strategy]
             else:
                 state.restore_state("train_end" if part == "val" else "val_end")
-                m = evaluate(model, data, idx, samplers[sampler_name], full_graph, eval_batch_size, amp)
+                known = None if positives is None else positives.get(sampler_name)
+                m, pos = evaluate_pass(model, data, idx, samplers[sampler_name], full_graph, eval_batch_size, amp,
+                                       positives=known)
+                if positives is not None:
+                    positives[sampler_name] = pos
             evaluated[metric_keys.evaluated(part, setting, strategy)] = m["n_edges"]
             for key in METRIC_KEYS:
                 metrics[metric_keys.link_prediction(part, setting, strategy, key)] = m[key]

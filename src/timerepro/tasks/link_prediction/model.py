@@ -54,6 +54,17 @@ class LinkPredictionModel(nn.Module):
         logits = self.predictor(h[: 2 * n], h[2 * n:])
         return logits[:n], logits[n:]
 
+    def score_negatives(self, neg_src, neg_dst, times) -> torch.Tensor:
+        """Logits (B,) of a batch's negatives alone, for a pass that has its positives' from an earlier pass over the
+        same batches (`evaluation.reuses_positives`): the call `score` makes for them, without the positives' rows
+        (row-independent backbones give the same floats; `tests/tasks/test_lp_positive_reuse.py`)."""
+        bb = self.backbone
+        if getattr(bb, "pairs_independent", False) or not (isinstance(bb, NodeEmbedder) and bb.queries_independent):
+            return self(neg_src, neg_dst, times)  # score's call for its negatives, or (2B-pair backbones) its rows
+        n = len(neg_src)
+        h = bb.embed(np.concatenate([neg_src, neg_dst]), np.tile(np.asarray(times, dtype=np.float64), 2))  # (2B, d)
+        return self.predictor(h[:n], h[n:])  # (B,)
+
 
 def build_model(config: dict, data, split, train_graph) -> LinkPredictionModel:
     """The registry's backbone of `config["model"]` (refused when params/models.yaml does not give it
