@@ -3,8 +3,8 @@
 Model: sigmoid(a . t2v(tau) + b) with Time2Vec of length 32; Adam, binary cross-entropy, no regularization
 (the paper). Not stated, decided in docs/time2vec.md: full-batch steps (one per epoch) for `max_epochs`, no
 early stopping (there is no validation split: the last 25% of the days are the test). The seeds of one
-configuration train together: their parameters are stacked along a leading member axis, one vmapped forward
-and one Adam step (elementwise, so each member's update is its own) serve them all.
+configuration train together: their parameters are stacked along a leading member axis, one stacked forward
+(`Time2VecClassifier.stacked`, bitwise equal to vmap) and one Adam step (elementwise, so each member's update is its own) serve them all.
 The stack checkpoints every CHECKPOINT_EVERY epochs and, on a stop request (`timerepro.stopping`), after the
 epoch under way (one full-batch step), with the history so far; the retry resumes there.
 
@@ -22,7 +22,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.func import functional_call, vmap
+from torch.func import functional_call
 
 from timerepro import stopping
 from timerepro.data import day_of_week
@@ -65,7 +65,7 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
     names = list(initial[0])
     params = {k: torch.stack([p[k] for p in initial]).requires_grad_(True) for k in names}  # (S, ...)
     base = models[0]
-    forward = vmap(lambda p, x: functional_call(base, p, (x,)))  # (S, N) -> (S, N)
+    forward = base.stacked  # (S, N) -> (S, N)
     tau = torch.stack([torch.from_numpy(d.train[0]) for d in data])  # (S, N_train)
     y = torch.stack([torch.from_numpy(d.train[1]) for d in data])
     opt = torch.optim.Adam(params.values(), lr=float(config["lr"]))
@@ -79,12 +79,13 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
     t0 = time.perf_counter()
     rows = torch.arange(len(configs)).unsqueeze(1)  # (S, 1): gathers each member's own batch
     for epoch in bar:
-        order = (torch.stack([torch.randperm(tau.shape[1], generator=g) for g in gens]) if batch < tau.shape[1]
-                 else torch.arange(tau.shape[1]).expand(len(configs), -1))  # (S, N)
+        # full batch: the whole training set in its order each step, no gather (the same values as gathering arange)
+        order = torch.stack([torch.randperm(tau.shape[1], generator=g) for g in gens]) if batch < tau.shape[1] else None
         for b in range(steps_per_epoch):
-            idx = order[:, b * batch:(b + 1) * batch]
-            logits = forward(params, tau[rows, idx])
-            losses = F.binary_cross_entropy_with_logits(logits, y[rows, idx], reduction="none").mean(1)  # (S,)
+            idx = order[:, b * batch:(b + 1) * batch] if order is not None else None  # (S, b)
+            tau_b, y_b = (tau, y) if idx is None else (tau[rows, idx], y[rows, idx])
+            logits = forward(params, tau_b)
+            losses = F.binary_cross_entropy_with_logits(logits, y_b, reduction="none").mean(1)  # (S,)
             opt.zero_grad()
             losses.sum().backward()  # members share no parameter: each gets its own loss's gradient
             opt.step()

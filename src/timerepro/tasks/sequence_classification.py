@@ -10,6 +10,8 @@ model (`ensemble.vmapped`, its reference in the tests) at a fraction of the per-
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -95,14 +97,15 @@ def _dropout_uniforms(members: list[ensemble.Member], model, n: int, batch: int,
 
 def _dropout_masks(uniforms: torch.Tensor, offset: int, model, batch: int, n_events: int,
                    p: float) -> tuple[list[torch.Tensor], int]:
-    """This step's scaled keep-masks (S, *site) cut from the epoch's uniforms, and the next offset."""
-    masks = []
-    for shape in model.dropout_shapes(batch, n_events):
-        size = int(np.prod(shape))
-        u = uniforms[:, offset : offset + size]
-        masks.append(((u >= p).float() / (1 - p)).view(len(uniforms), *shape))
-        offset += size
-    return masks, offset
+    """This step's scaled keep-masks (S, *site) cut from the epoch's uniforms, and the next offset.
+
+    One compare, cast and divide over the step's contiguous slice, then a view per site: elementwise, so each
+    site's mask is bitwise the one computed site by site (tests/tasks: `_dropout_masks_per_site`)."""
+    shapes = model.dropout_shapes(batch, n_events)
+    sizes = [math.prod(s) for s in shapes]
+    end = offset + sum(sizes)
+    scaled = (uniforms[:, offset:end] >= p).float() / (1 - p)  # (S, sum of site sizes)
+    return [m.view(len(uniforms), *s) for m, s in zip(scaled.split(sizes, dim=1), shapes)], end
 
 
 def run_group(configs: list[dict], ctxs: list, finish) -> None:

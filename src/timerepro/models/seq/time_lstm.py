@@ -184,6 +184,22 @@ class Time2VecClassifier(nn.Module):
     def forward(self, tau: torch.Tensor) -> torch.Tensor:
         return self.out(self.t2v(tau)).squeeze(-1)  # (N,): the pre-activation of Figure 3
 
+    def stacked(self, params: dict[str, torch.Tensor], tau: torch.Tensor) -> torch.Tensor:
+        """`forward` for S members at once, written out per member axis (vmap's per-operator cost, bitwise the same):
+        params (S, *shape) by name (absent ones: this module's own, shared), tau (S, N) -> logits (S, N)."""
+        t2v = self.t2v
+
+        def member(name: str) -> torch.Tensor:  # a vector's (S, 1, n) when stacked, else the shared (n,)
+            return params[name].unsqueeze(1) if name in params else self.get_parameter(name) \
+                if name in dict(self.named_parameters()) else self.get_buffer(name)
+
+        x = tau.unsqueeze(-1)  # (S, N, 1)
+        z = t2v.ACTIVATIONS[t2v.activation](x * member("t2v.w") + member("t2v.phi"))  # (S, N, k)
+        if t2v.linear_term:
+            z = torch.cat([member("t2v.w0") * x + member("t2v.phi0"), z], dim=-1)  # (S, N, dim)
+        # (S, N, dim) x (S, dim, 1) -> (S, N, 1), plus each member's bias (S, 1, 1)
+        return (z @ params["out.weight"].transpose(-2, -1) + member("out.bias")).squeeze(-1)
+
 
 def n_parameters(model: nn.Module) -> int:
     return int(sum(p.numel() for p in model.parameters() if p.requires_grad))
