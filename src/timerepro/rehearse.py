@@ -296,6 +296,9 @@ BOUNDED = {
     # one batch of AttNHP's thinning re-runs its encoder at 506 sampled times after every event: minutes on a CPU
     "temporal_point_process": (Bounded("timerepro.tasks.temporal_point_process", "evaluate", ("seqs",),
                                        lambda a: int(a["batch_size"]), part=_tpp_part),),
+    # the test accuracy after every epoch: Event-MNIST's 10,000 sequences (N-TIDIGITS18's up to 14 k events) whole
+    "event_classification": (Bounded("timerepro.tasks.event_classification", "accuracy", ("seqs", "labels"),
+                                     lambda a: int(a["batch_size"])),),
 }
 
 

@@ -179,3 +179,14 @@ def test_the_costliest_sibling_stands_for_its_pair(reg):
     args = argparse.Namespace(task=[], shape=[name], one_per_pair=True, smallest_first=False, budget_s=None)
     (chosen,) = [s for s in rehearse._selected(members, args) if s.name == name]
     assert rehearse._cost_rank(chosen)[0] == max(rehearse._cost_rank(s)[0] for s in members)
+
+
+def test_event_classification_bounds_its_test_accuracy_every_epoch(reg, standin_root, monkeypatch):
+    """Its accuracy pass (every epoch, not through ctx) ran whole: Event-MNIST's 10,000 test sequences at paper
+    size took the shape past 240 s; now its first batches run, and the pass is priced from them."""
+    monkeypatch.setenv("TIMEREPRO_DATA", str(standin_root("event_mnist")))
+    shape = _smoke_shape(reg, "event_classification")
+    rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
+    passes = [p for p in rec["eval_passes"] if p["name"] == "accuracy"]
+    assert passes and all(p["in_epoch"] and p["batches"] >= p["timed"] >= 1 for p in passes)
