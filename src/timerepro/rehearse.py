@@ -286,10 +286,13 @@ def _forecast_batch(a: dict) -> int:  # forecasting.evaluate's own rule: at most
 
 
 _LP_EVALUATE = Bounded("timerepro.tasks.link_prediction.loop", "evaluate", ("idx",), lambda a: int(a["batch_size"]))
+# the final test passes: `evaluate_pass` (a part's positives kept for its passes under the other samplers)
+_LP_FINAL = Bounded(_LP_EVALUATE.module, "evaluate_pass", ("idx",), _LP_EVALUATE.batch)
 # task -> its bounded passes
 BOUNDED = {
-    "link_prediction": (_LP_EVALUATE,),
+    "link_prediction": (_LP_EVALUATE, _LP_FINAL),
     "node_classification": (Bounded(_LP_EVALUATE.module, "evaluate", ("idx",), _LP_EVALUATE.batch, nested=True),
+                            Bounded(_LP_FINAL.module, _LP_FINAL.function, ("idx",), _LP_FINAL.batch, nested=True),
                             Bounded("timerepro.tasks.node_classification", "source_embeddings", ("idx",),
                                     lambda a: int(a["batch_size"]), pad=_pad_rows)),
     "forecasting": (Bounded("timerepro.tasks.forecasting", "evaluate", ("x", "y"), _forecast_batch),),
