@@ -188,10 +188,10 @@ class Time2VecClassifier(nn.Module):
         """`forward` for S members at once, written out per member axis (vmap's per-operator cost, bitwise the same):
         params (S, *shape) by name (absent ones: this module's own, shared), tau (S, N) -> logits (S, N)."""
         t2v = self.t2v
+        shared = {**dict(self.named_buffers()), **dict(self.named_parameters())}  # what a member does not stack
 
         def member(name: str) -> torch.Tensor:  # a vector's (S, 1, n) when stacked, else the shared (n,)
-            return params[name].unsqueeze(1) if name in params else self.get_parameter(name) \
-                if name in dict(self.named_parameters()) else self.get_buffer(name)
+            return params[name].unsqueeze(1) if name in params else shared[name]
 
         x = tau.unsqueeze(-1)  # (S, N, 1)
         z = t2v.ACTIVATIONS[t2v.activation](x * member("t2v.w") + member("t2v.phi"))  # (S, N, k)
