@@ -30,8 +30,8 @@ Protocol, the same for both sides of a row:
 * floor: DyGFormer's is `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
   shapes (the attention's q k^T and weighted values included); TCL's (`OWN_FLOOR`, `measure_products`) is the
   self time of the project's own matrix products under torch.profiler, plus the attention's q k^T and weighted values
-  inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the kernel's own time (an exact implementation's, about 1.8x
-  fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time over a floor bounds what that
+  inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the kernel's own time (an exact
+  implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time over a floor bounds what that
   float32 work allows, and the project's products over its own step is the fraction of the floor it reaches.
 Throughput is batches per second; a ratio is project / reference, the median over the seeds.
 
@@ -415,8 +415,9 @@ def main(argv=None) -> None:
             continue
         step, ev = (median([1 / r[k] for r in ref if k in r]) for k in ("train_bps", "eval_bps"))
         train_x, eval_x = step / own["train_products_s"], ev / own["eval_products_s"]
-        print(f"{name} floor (its own matrix products, profiled, the fused attention's {own['train_attention_products_s']:.3f} / "
-              f"{own['eval_attention_products_s']:.3f} s included): {own['train_products_s']:.3f} s of a "
+        attention = f"{own['train_attention_products_s']:.3f} / {own['eval_attention_products_s']:.3f} s"
+        print(f"{name} floor (its own matrix products, profiled, the fused attention's {attention} included): "
+              f"{own['train_products_s']:.3f} s of a "
               f"{own['train_s']:.3f} s training step and {own['eval_products_s']:.3f} s of a {own['eval_s']:.3f} s "
               f"evaluation step: an exact float32 implementation reaches at most {train_x:.2f}x the reference in "
               f"training and {eval_x:.2f}x in evaluation; the project's step is "
