@@ -31,8 +31,9 @@ Protocol, the same for both sides of a row:
   shapes (the attention's q k^T and weighted values included); TCL's (`OWN_FLOOR`, `measure_products`) is the
   self time of the project's own matrix products under torch.profiler, plus the attention's q k^T and weighted values
   inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the kernel's own time (an exact
-  implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time over a floor bounds what that
-  float32 work allows, and the project's products over its own step is the fraction of the floor it reaches.
+  implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time
+  over a floor bounds what that float32 work allows, and the project's products over its own step is the fraction
+  of the floor it reaches.
 Throughput is batches per second; a ratio is project / reference, the median over the seeds.
 
 Run (from the repository root, with the project's .venv and PYTHONPATH=src; einops on the path for DyG-Mamba):
