@@ -29,9 +29,11 @@ Protocol, the same for both sides of a row:
   two draws of one process, to be read against their spread over the seeds;
 * floor: DyGFormer's is `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
   shapes (the attention's q k^T and weighted values included); TCL's (`OWN_FLOOR`, `measure_products`) is the
-  self time of the project's own matrix products under torch.profiler (an exact implementation's, about 1.8x
-  fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time over a floor bounds what that
-  float32 work allows, and the project's products over its own step is the fraction of the floor it reaches.
+  self time of the project's own matrix products under torch.profiler, plus the attention's q k^T and weighted values
+  inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the kernel's own time (an exact
+  implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time
+  over a floor bounds what that float32 work allows, and the project's products over its own step is the fraction
+  of the floor it reaches.
 Throughput is batches per second; a ratio is project / reference, the median over the seeds.
 
 Run (from the repository root, with the project's .venv and PYTHONPATH=src; einops on the path for DyG-Mamba):
@@ -215,9 +217,44 @@ def measure(impl: str, name: str, paths: dict, n: int, threads: int, seed: int) 
     return out
 
 
+def attention_products_s(shapes: list, train: bool, threads: int, repeats: int = 3) -> float:
+    """Seconds of the products of the fused attention calls whose (q, k) shapes (B, H, Lq, d_h), (B, H, Lk, d_h) are
+    given: forward q k^T (Lq, Lk) and the weights times v (Lq, d_h) per batch-head, in training also their four
+    backward products (dA = dO v^T, dV = A^T dO, dQ = dS k, dK = dS^T q), as `bmm` at those shapes (the products
+    `scaled_dot_product_attention`'s kernel does inside, which the profiler cannot separate); inputs drawn before
+    the clock starts; the median of `repeats`."""
+    import torch
+
+    torch.set_num_threads(threads)
+    runs = []
+    for (b, h, lq, dh), (_, _, lk, _) in shapes:
+        g = torch.Generator().manual_seed(0)
+        q, do = (torch.randn(b * h, lq, dh, generator=g) for _ in range(2))
+        k, v = (torch.randn(b * h, lk, dh, generator=g) for _ in range(2))
+        a = torch.randn(b * h, lq, lk, generator=g)  # the weights, and in training dS
+        # (X, Y) operand pairs of torch.bmm: forward, then the backward four
+        pairs = [(q, k.transpose(1, 2)), (a, v)]
+        if train:
+            pairs += [(do, v.transpose(1, 2)), (a.transpose(1, 2), do), (a, k), (a.transpose(1, 2), q)]
+        runs.append(pairs)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for pairs in runs:
+            for x, y in pairs:
+                torch.bmm(x, y)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+ATTENTION_KERNEL = "aten::_scaled_dot_product_flash_attention_for_cpu"  # the fused kernel measure_products opens
+
+
 def measure_products(name: str, paths: dict, n: int, threads: int, seed: int) -> dict:
     """The project's steps under torch.profiler: seconds per training and per evaluation step (wall, profiled) and
-    the self time of their matrix products (`PRODUCTS`) in them, on `measure`'s batches."""
+    the self time of their matrix products (`PRODUCTS`) in them, on `measure`'s batches, plus the attention's own
+    products inside the fused attention kernel (`attention_products_s` at the shapes the profiler recorded, at most
+    the kernel's own time: they count in DyGFormer's floor too)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -232,12 +269,18 @@ def measure_products(name: str, paths: dict, n: int, threads: int, seed: int) ->
         m.start(mode == "train")
         step = (lambda b: m.train_step(opt, b)) if mode == "train" else m.eval_step
         step(steps[0])  # warm-up
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
             t0 = time.perf_counter()
             for b in steps[1:]:
                 step(b)
             out[f"{mode}_s"] = (time.perf_counter() - t0) / n
+        events = prof.events()
         out[f"{mode}_products_s"] = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCTS) / 1e6 / n
+        shapes = [tuple(e.input_shapes[:2]) for e in events if e.name == ATTENTION_KERNEL]
+        # the kernel does those products and more: never count more than its own time (forward and backward)
+        kernel_s = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key.startswith(ATTENTION_KERNEL)) / 1e6
+        out[f"{mode}_attention_products_s"] = min(attention_products_s(shapes, mode == "train", threads), kernel_s) / n
+        out[f"{mode}_products_s"] += out[f"{mode}_attention_products_s"]
     return out
 
 
@@ -373,7 +416,9 @@ def main(argv=None) -> None:
             continue
         step, ev = (median([1 / r[k] for r in ref if k in r]) for k in ("train_bps", "eval_bps"))
         train_x, eval_x = step / own["train_products_s"], ev / own["eval_products_s"]
-        print(f"{name} floor (its own matrix products, profiled): {own['train_products_s']:.3f} s of a "
+        attention = f"{own['train_attention_products_s']:.3f} / {own['eval_attention_products_s']:.3f} s"
+        print(f"{name} floor (its own matrix products, profiled, the fused attention's {attention} included): "
+              f"{own['train_products_s']:.3f} s of a "
               f"{own['train_s']:.3f} s training step and {own['eval_products_s']:.3f} s of a {own['eval_s']:.3f} s "
               f"evaluation step: an exact float32 implementation reaches at most {train_x:.2f}x the reference in "
               f"training and {eval_x:.2f}x in evaluation; the project's step is "

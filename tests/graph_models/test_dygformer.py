@@ -16,7 +16,7 @@ from timerepro.graphs.cooccurrence import cooccurrence_counts, dygformer_sequenc
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.io import atomic_write_json, read_json
 from timerepro.models.graph.dygformer import (VARIANTS, DyGFormer, TransformerLayer, decoder_sequences,
-                                              dygformer_hparams, recency_index, recency_index_stats)
+                                              dygformer_hparams, recency_index, recency_index_stats, side_means)
 from timerepro.tasks.probes.attention_maps import (attention_records, average_by_time_pair, patch_times,
                                                    record_attention, sample_edges)
 
@@ -349,3 +349,20 @@ def test_each_variant_trains_end_to_end_through_the_task(variant, data_root, tmp
              {**cfg, "d_tc": d}), data, split, graph_))
              for d in (4, 2)]
     assert sizes[0] > sizes[1]
+
+
+@pytest.mark.parametrize("n_u", [16, 5])
+def test_side_means_are_the_slices_means_bit_for_bit_with_their_gradients(n_u):
+    """`side_means` (a (B, 2, L, d) view for equal sides, the slices otherwise) against out[:, :n_u].mean(1) and
+    out[:, n_u:].mean(1): the same bits forward and backward, on DyGFormer's widths."""
+    torch.manual_seed(0)
+    base = torch.randn(7, 32, 200, dtype=torch.float32)
+    cotangent = torch.randn(7, 2, 200)
+    results = []
+    for fn in (lambda o: side_means(o, n_u), lambda o: torch.stack([o[:, :n_u].mean(1), o[:, n_u:].mean(1)], 1)):
+        out = base.clone().requires_grad_(True)
+        got = fn(out)
+        got.backward(cotangent)
+        results.append((got.detach(), out.grad))
+    assert results[0][0].shape == (7, 2, 200)
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])

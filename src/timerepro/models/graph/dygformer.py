@@ -207,6 +207,16 @@ def in_blocks(fn, rows: int, *xs: torch.Tensor) -> torch.Tensor:
     return torch.cat([fn(*parts) for parts in zip(*(x.split(rows) for x in xs))])
 
 
+def side_means(out: torch.Tensor, n_u: int) -> torch.Tensor:
+    """(B, Lu + Lv, d) -> (B, 2, d): the mean over each side's Lu, then Lv, positions (DyGLib: padding included).
+    Equal sides (DyGFormer's layout) through a (B, 2, L, d) view: its backward writes one gradient, where a slice's
+    zero-fills the whole (B, Lu + Lv, d) once per side (the same numbers)."""
+    batch, length, width = out.shape
+    if length == 2 * n_u:
+        return out.reshape(batch, 2, n_u, width).mean(dim=2)
+    return torch.stack([out[:, :n_u].mean(dim=1), out[:, n_u:].mean(dim=1)], dim=1)
+
+
 class TransformerLayer(nn.Module):
     """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d).
 
@@ -436,16 +446,18 @@ class DyGFormer(TemporalBackbone):
                 Encoded(self._channels(seq_v, times, counts_v), seq_v, counts_v))
 
     # ---- transformer
-    def _run(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _run(self, x: torch.Tensor, need_weights: bool = False,
+             reduce=None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, L, d) through every layer, in blocks of about `block_tokens` tokens (whole rows) unless the
         attention weights are asked for: every operation acts within a row, so a block's activations go
-        through all the layers while they are still in cache, and the outputs are the same."""
+        through all the layers while they are still in cache, and the outputs are the same. `reduce`: a
+        row-wise function applied to each block's output (B', L, d) before the blocks are concatenated."""
         rows = len(x) if need_weights or not self.block_tokens else max(1, self.block_tokens // x.shape[1])
         blocks, weights = [], None
         for block in x.split(rows):
             for layer in self.layers:
                 block, weights = layer(block, causal=self.causal, need_weights=need_weights)
-            blocks.append(block)
+            blocks.append(block if reduce is None else reduce(block))
         return (blocks[0] if len(blocks) == 1 else torch.cat(blocks)), weights
 
     def _with_bos(self, x: torch.Tensor) -> torch.Tensor:
@@ -517,9 +529,9 @@ class DyGFormer(TemporalBackbone):
                 pack = pack_tokens(real, True, ((0, n_u), (n_u, real.shape[1])), self.device)
                 pooled = self._pool(self._run_packed(x, pack), pack)  # (B, 2, d)
                 h_u, h_v = pooled[:, 0], pooled[:, 1]
-            else:
-                out, _ = self._run(x)
-                h_u, h_v = out[:, :n_u].mean(dim=1), out[:, n_u:].mean(dim=1)
+            else:  # each block's side means (B', 2, d): its outputs are never concatenated
+                pooled, _ = self._run(x, reduce=lambda out: side_means(out, n_u))
+                h_u, h_v = pooled[:, 0], pooled[:, 1]
         else:
             (h_u, _), (h_v, _) = self.side_outputs(enc_u), self.side_outputs(enc_v)
         return self.output(h_u), self.output(h_v)
