@@ -6,7 +6,11 @@ from timerepro.memory import PeakMemory
 
 def test_git_is_asked_once_per_process_and_each_record_is_its_own(monkeypatch):
     calls = []
-    monkeypatch.setattr(provenance, "git_state", lambda root=None: calls.append(root) or {"commit": "c", "dirty": False})
+    def git_state(root=None):
+        calls.append(root)
+        return {"commit": "c", "dirty": False}
+
+    monkeypatch.setattr(provenance, "git_state", git_state)
     provenance.process_state.cache_clear()
     memory = PeakMemory()
     try:
