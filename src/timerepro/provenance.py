@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import platform
 import socket
@@ -43,6 +45,14 @@ def package_versions() -> dict:
     return out
 
 
+@functools.cache
+def process_state(root=None) -> dict:
+    """What every run of this process shares (commit, packages, Python, machine), read once per process: the git
+    calls are two subprocesses per run otherwise. A batch reads it before it forks (`runs.load_once`)."""
+    return {"git": git_state(root), "packages": package_versions(), "python": sys.version.split()[0],
+            "platform": platform.platform(), "host": socket.gethostname()}
+
+
 def collect(*, device: str, seed: int, data: dict, wall_time_s: float, memory, code: dict | None = None,
             extra: dict | None = None) -> dict:
     """The provenance.json of a run; `memory` is the run's `timerepro.memory.PeakMemory`, `code` its
@@ -50,11 +60,7 @@ def collect(*, device: str, seed: int, data: dict, wall_time_s: float, memory, c
     import torch
 
     record = {
-        "git": git_state(),
-        "packages": package_versions(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "host": socket.gethostname(),
+        **copy.deepcopy(process_state()),  # a copy: the record is the run's own
         "torch_threads": torch.get_num_threads(),
         "device": device,
         "cuda_device_name": torch.cuda.get_device_name(0) if device.startswith("cuda") else None,

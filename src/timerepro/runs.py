@@ -107,8 +107,9 @@ class RunContext:
 
 def load_once(tasks: Iterable[str]) -> None:
     """What the runs of `tasks` import and read, loaded in a batch's process before it forks a process per job, so
-    each job finds it loaded: the task modules, params/models.yaml, and torch._dynamo (torch.optim imports it at a
-    process's first optimizer: about 1 CPU-second per job otherwise). CUDA stays untouched (a fork cannot use it)."""
+    each job finds it loaded: the task modules, params/models.yaml, torch._dynamo (torch.optim imports it at a
+    process's first optimizer: about 1 CPU-second per job otherwise) and the provenance every run shares (git's
+    subprocesses). CUDA stays untouched (a fork cannot use it)."""
     import torch._dynamo  # noqa: F401
 
     from timerepro.models.registry import model_specs
@@ -116,6 +117,7 @@ def load_once(tasks: Iterable[str]) -> None:
     for task in tasks:
         get_task(task)
     model_specs()
+    provenance.process_state()
 
 
 def pick_device(requested: str = "auto") -> str:

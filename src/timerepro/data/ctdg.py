@@ -13,11 +13,14 @@ import random
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from timerepro.data.manifest import MANIFEST, build_manifest, read_manifest, staged_dir, write_manifest
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FEAT_DIM = 172  # DyGLib pads node and edge features to this width for every dataset
 EDGE_COLUMNS = ("u", "i", "ts", "label", "idx")
@@ -29,6 +32,7 @@ def parse_raw_csv(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
     The header is skipped, never parsed: JODIE's has 5 names for 4+d fields.
     Floats use round-trip parsing so values equal Python's float(x) bit for bit.
     """
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     # pandas >= 3 parses floats exactly by default (and deprecates the option); older needs round_trip
     exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
     raw = pd.read_csv(path, skiprows=1, header=None, dtype=np.float64, skipinitialspace=True, **exact)
@@ -93,6 +97,7 @@ def write_dyglib_files(folder: Path, upstream: str, df: pd.DataFrame, edge_feat:
 
 
 def read_dyglib_files(folder: Path, upstream: str):
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     names = dyglib_names(upstream)
     df = pd.read_csv(folder / names["csv"])
     return df, np.load(folder / names["edge"]), np.load(folder / names["node"])
@@ -100,6 +105,7 @@ def read_dyglib_files(folder: Path, upstream: str):
 
 def check_like_dyglib(folder_a: Path, folder_b: Path, upstream: str) -> None:
     """DyGLib `check_data`: frames equal, feature arrays of equal shape, min and max."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     df_a, e_a, n_a = read_dyglib_files(folder_a, upstream)
     df_b, e_b, n_b = read_dyglib_files(folder_b, upstream)
     pd.testing.assert_frame_equal(df_a, df_b)

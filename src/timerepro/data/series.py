@@ -9,17 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from timerepro.data.manifest import build_manifest, read_manifest, staged_dir, write_manifest
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HOUR_MONTH = 30 * 24  # iTransformer's "month" for ETT: 30 days of hourly rows
 
 
 def read_csv(path: str | Path, target: str = "OT") -> pd.DataFrame:
     """A TSLib/iTransformer CSV: a `date` column then variables; reordered to date + others + target."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     df = pd.read_csv(path)
     if "date" not in df.columns:
         raise ValueError(f"{path}: no 'date' column (columns start {list(df.columns)[:4]})")
@@ -48,6 +52,7 @@ def borders(n_rows: int, loader: str, seq_len: int) -> tuple[list[int], list[int
 
 def prepare(*, dataset: str, options: dict, inputs: dict[str, Path], out_dir: Path, sources: list[dict],
             standin: bool, label: str) -> Path:
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     (path,) = inputs.values()
     df = read_csv(path, options.get("target", "OT"))
     values = df.iloc[:, 1:].to_numpy(dtype=np.float64)

@@ -22,14 +22,17 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from timerepro.data import ctdg
 from timerepro.data.lock import Dataset
 
 from timerepro.names import STANDIN_SCALES as SCALES  # noqa: E402 (one place for the names)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # smoke: tiny (the test suite runs the smoke DAG three times); offline: what the link-prediction cuts of the offline
 # scale (params/scales.yaml) can learn within their CPU budget (GraphSpec below)
@@ -182,6 +185,7 @@ def synth_graph(rng: np.random.Generator, n_edges: int, n_nodes: int, bipartite:
     """Edges u,i,ts,label,f* of a generated interaction graph with the structure real ones have (`GraphSpec`):
     sessions (bursts) of a heavy-tailed set of active sources, partners repeated with a recency bias, new
     partners drawn by popularity, replies on non-bipartite graphs, and edge features tied to both endpoints."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     spec = spec or GraphSpec()
     n_src = max(2, int(round(n_nodes * spec.source_share))) if bipartite else n_nodes
     n_dst = max(2, n_nodes - n_src) if bipartite else n_nodes
@@ -300,6 +304,7 @@ def edge_features(rng: np.random.Generator, u: np.ndarray, v: np.ndarray, dim: i
     dim 1 without weights: zeros (the set has no features). Weighted sets (counts or vote weights: SocialEvo,
     the yearly graphs): positive, growing with the pair's past interactions. Wider ones (Wikipedia's and
     Reddit's 172 LIWC columns): a latent vector of the destination plus one of the source plus noise."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     if dim == 1 and not weighted:
         return np.zeros((len(u), 1))
     if weighted:
@@ -342,6 +347,7 @@ def burst_labels(src: np.ndarray, ts: np.ndarray, ratio: float = 0.25) -> np.nda
     The stand-in's state change (JODIE's label is a ban, far too rare for a few hundred edges): a
     source switching into a burst, spread over the whole time span and readable from t - t_prev.
     """
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     gap = pd.Series(ts).groupby(src).diff()  # NaN on each source's first edge
     median = gap.groupby(src).transform("median")
     return (gap < ratio * median).to_numpy(dtype=np.float64)
@@ -390,6 +396,7 @@ def paper_graph(rng: np.random.Generator, size: dict, bipartite: bool,
     edges (DyGLib's reindexing needs every id of each side); times uniform over the span (distinct to 0.1 s,
     as the real sets' timestamps nearly are) or over `steps` steps. Features: zeros for a set without any (one
     column); else a row of a `FEATURE_ROWS`-row Gaussian table picked by the edge's destination and a draw."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     n_edges, n = size["edges"], size["nodes"]
     n_src = size["sources"] if bipartite else n
     n_dst = n - n_src if bipartite else n
@@ -577,6 +584,7 @@ def _tpp(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
 # ---------------------------------------------------------------- time series
 
 def _series(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     loader = ds.options["loader"]
     n_rows = PAPER_SERIES_ROWS.get(loader, PAPER_SERIES_ROWS.get(ds.name)) if scale == "paper" \
         else SERIES_ROWS[loader][scale]
@@ -626,6 +634,7 @@ def synth_digits(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     kind = ds.options["kind"]
     out = {}
     if kind == "event_mnist":
@@ -710,6 +719,7 @@ def _time2vec(ds: Dataset, folder: Path, scale: str, rng) -> dict[str, Path]:
 def _citeulike(path: Path, n_users: int, rng) -> Path:
     """citeulike's dump `article_id|user_md5|timestamp|tag`, one row per tag of a post, bz2 (the upstream
     `current.bz2`); users post articles of a few weekly-recurring interests."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     import bz2
     import hashlib
 
@@ -757,6 +767,7 @@ def paper_plays(rng: np.random.Generator, size: dict) -> Plays:
     """The rows of a next-item set of the paper's size (`PAPER_NEXT_ITEM`): each of the `vocab` items gets at least
     `floor` rows and `events` rows go to them by Zipf popularity; each of the `rare` items fewer than `floor` rows
     (so TimeLSTM's vocabulary cut keeps exactly the first ones); users by log-normal activity, each at least once."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     vocab, events, users = size["vocab"], size["events"], size["users"]
     floor = max(2, events // vocab // 4)
     weights = 1.0 / np.arange(1, vocab + 1) ** 0.8

@@ -8,9 +8,9 @@ import gzip
 import hashlib
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from timerepro.data import tpp
 from timerepro.data.package_source import PackageSourceError, member_path, read_member
@@ -77,6 +77,7 @@ def timelstm_lastfm(tsv: str | Path, n_train: int = 800, n_test: int = 192) -> t
     train = first n_train users (`head -800`), test = last n_test (`tail -192`). Rows without a track
     name are dropped before computing deltas (upstream mis-aligns them).
     """
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     df = pd.read_csv(tsv, sep="\t", header=None, on_bad_lines="skip", quoting=3, dtype=str,
                      names=["userid", "timestamp", "artid", "artname", "traid", "tranname"])
     df = df[df["tranname"].notna() & df["timestamp"].notna()].rename(columns={"tranname": "item"})
@@ -90,6 +91,7 @@ def timelstm_citeulike(path: str | Path, train_fraction: float = 0.8) -> tuple[d
     to the row before (one row per tag of a post); then the Last.fm steps (`timelstm_sequences`). The split
     is not given for CiteULike: the first `train_fraction` of the users (shortest first) train, as Last.fm's 800/992.
     """
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     df = pd.read_csv(path, sep="|", header=None, usecols=[0, 1, 2], names=["item", "userid", "timestamp"],
                      dtype=str, on_bad_lines="skip", quoting=3)
     same = (df == df.shift()).all(axis=1)  # uniq: consecutive duplicates only
@@ -101,6 +103,7 @@ def timelstm_citeulike(path: str | Path, train_fraction: float = 0.8) -> tuple[d
 
 def timelstm_sequences(df: pd.DataFrame, n_train: int, n_test: int) -> tuple[dict[str, list[dict]], list[str]]:
     """Columns userid, timestamp, item -> per-user sequences in TimeLSTM's order and index2item."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     counts = df.groupby("item").size().reset_index(name="n").sort_values(["n", "item"], ascending=[False, True])
     index2item = counts["item"].tolist()
     item2index = {v: i for i, v in enumerate(index2item)}
@@ -222,6 +225,9 @@ import io as _io
 import pickle as _pickle
 
 import numpy as _np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 IDX_NAMES = {"train-images-idx3-ubyte.gz": "train-images-idx3-ubyte", "train-labels-idx1-ubyte.gz": "train-labels-idx1-ubyte",
              "t10k-images-idx3-ubyte.gz": "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte.gz": "t10k-labels-idx1-ubyte"}

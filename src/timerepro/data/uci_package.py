@@ -15,14 +15,17 @@ import gzip
 import hashlib
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from timerepro.data.ctdg import EDGE_COLUMNS, dyglib_names
 from timerepro.data.lock import Dataset
 from timerepro.data.package_source import PackageSourceError, member_path, read_member
 from timerepro.datakind import DataKind
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TIME_FORMAT = "%m/%d/%y %I:%M %p"  # 4/15/04 2:56 PM
 HEADER = ["Source", "Target", "Timestamp"]
@@ -35,6 +38,7 @@ def spec_of(ds: Dataset) -> dict:
 
 def collegemsg_frame(raw_gz: bytes) -> pd.DataFrame:
     """The gzip'd CSV -> DGB's edge frame u, i, ts (seconds from the first event), label 0, idx 1..E."""
+    import pandas as pd  # lazily: a run reads processed arrays, never pandas
     df = pd.read_csv(io.BytesIO(gzip.decompress(raw_gz)), dtype={"Source": np.int64, "Target": np.int64, "Timestamp": str})
     if list(df.columns) != HEADER:
         raise ValueError(f"collegemsg.csv: header {list(df.columns)} != {HEADER}")
