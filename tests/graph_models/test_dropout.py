@@ -96,7 +96,7 @@ def test_attend_is_scaled_dot_product_attention_with_the_masks_own_dropout(causa
     torch.manual_seed(2)
     q, k, v = (torch.randn(64, 2, 16, 8) for _ in range(3))  # (B, H, L, d_h): 32,768 weights, the fast path
     # with nothing dropped the spelled-out path is the kernel's function, scaled by 1 / (1 - p)
-    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: torch.ones(shape, dtype=torch.uint8))
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p, dtype=torch.uint8: torch.ones(shape, dtype=torch.uint8))
     torch.testing.assert_close(attend(q, k, v, None, causal, 0.1, True),
                                F.scaled_dot_product_attention(q, k, v, is_causal=causal) / 0.9)
     monkeypatch.undo()
@@ -126,13 +126,13 @@ def test_attend_heads_is_attend_on_the_projections_views(causal, with_bias, trai
         bias[:, :, 1:] = bias[:, :, 1:].masked_fill(torch.rand(batch, 1, length - 1) < 0.3, float("-inf"))
     masks = []
     real = drop.kept_mask
-    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: masks.append(real(shape, p)) or masks[-1])
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p, *dtype: masks.append(real(shape, p, *dtype)) or masks[-1])
     got = attend_heads(qkv, heads, bias, causal, 0.1, training)
     cotangent = torch.randn_like(got)
     (g_got,) = torch.autograd.grad(got, qkv, cotangent)
     assert len(masks) == (heads if training else 0)
     # the same masks, drawn at once for (B, H, L, L), through `attend` on (B, H, L, d_h) views
-    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: torch.stack(masks, dim=1))
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p, *dtype: torch.stack(masks, dim=1))
     q, k, v = qkv.view(batch, length, 3, heads, d_head).permute(2, 0, 3, 1, 4).unbind(0)
     mask = None if bias is None else bias[:, None]
     if causal and mask is not None:
@@ -141,3 +141,28 @@ def test_attend_heads_is_attend_on_the_projections_views(causal, with_bias, trai
     (g_want,) = torch.autograd.grad(want, qkv, cotangent)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(g_got, g_want, rtol=1e-5, atol=1e-5)
+
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("residual", [False, True])
+def test_the_float_mask_gives_the_uint8_masks_outputs_gradients_and_rng_state_bit_for_bit(dtype, residual):
+    """`dropout` draws its mask straight in x's dtype (no uint8 -> float copy each way): the same bits out and back
+    as the uint8 mask through the same kernel, and torch's generator left where that path leaves it."""
+    torch.manual_seed(5)
+    x, y, grad = (torch.randn(800, 64, 16, dtype=dtype) for _ in range(3))  # DyGFormer's (2B, L, d) at B = 400
+    uint8_path = {False: lambda a, b: drop._MaskedScale.apply(b, drop.kept_mask(b.shape, 0.1), 1 / 0.9),
+                  True: lambda a, b: drop._AddMaskedScale.apply(a, b, drop.kept_mask(b.shape, 0.1), 1 / 0.9)}
+    float_path = {False: lambda a, b: drop.dropout(b, 0.1, True), True: lambda a, b: drop.add_dropout(a, b, 0.1, True)}
+    results = []
+    for fn in (uint8_path[residual], float_path[residual]):
+        a, b = x.clone().requires_grad_(), y.clone().requires_grad_()
+        torch.manual_seed(12)
+        out = fn(a, b)
+        state = torch.get_rng_state()
+        out.backward(grad)
+        as_bits = torch.int32 if dtype == torch.float32 else torch.int64  # bits, so the signs of zeros count
+        results.append([t.view(as_bits) for t in (out.detach(), b.grad, a.grad if residual else b.grad)] + [state])
+    for expected, got in zip(*results):
+        assert torch.equal(got, expected)
+    assert (results[1][1] == 0).any()  # something was dropped (its gradient is +0.0)

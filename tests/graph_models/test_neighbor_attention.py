@@ -293,7 +293,7 @@ def test_blocks_of_rows_give_the_outputs_of_the_whole_batch(variant, train, monk
                       max_input_sequence_length=10, dropout=0.1, fused_attention=train).train(train)
     model.set_graph(graph)
     monkeypatch.setattr(drop, "MIN_ELEMENTS", 0)
-    monkeypatch.setattr(drop, "kept_mask", lambda shape, p: torch.ones(shape, dtype=torch.uint8))
+    monkeypatch.setattr(drop, "kept_mask", lambda shape, p, dtype=torch.uint8: torch.ones(shape, dtype=torch.uint8))
     src, dst, ts, neg = batch(edges, lo=20, hi=40)
     width = model.sequences(src, ts).neighbor_ids.shape[1]
     results = []

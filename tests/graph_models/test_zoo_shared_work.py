@@ -291,3 +291,30 @@ def test_tcl_training_with_dropout_draws_masks_in_every_attention():
     assert torch.isfinite(a).all() and not torch.allclose(a, b)
     a.square().sum().backward()
     assert {n for n, p in model.named_parameters() if p.grad is None} == {"projection.edge.weight"}  # zero table
+
+
+def test_tcl_residual_dropout_in_one_pass_is_the_sum_of_dropouts_output_bit_for_bit(monkeypatch):
+    """`TransformerBlock._rest` (`add_dropout` on both residuals) against LN(q + Drop(h)) and the FFN spelled out
+    with `Dropout`: the same masks (the same seed), outputs and gradients equal exactly, signs of zeros included."""
+    from timerepro.models import dropout as drop
+
+    monkeypatch.setattr(drop, "MIN_ELEMENTS", 0)  # the fast masks on toy shapes
+    torch.manual_seed(0)
+    block = tcl_module.TransformerBlock(8, 2, 0.3).train()
+    query, hidden, grad = torch.randn(50, 8), torch.randn(50, 8), torch.randn(50, 8)
+    weights = [p for n, p in block.named_parameters() if not n.startswith("attention.")]  # what `_rest` uses
+
+    def spelled_out(q, h):
+        out = block.norm_attn(q + block.dropout(h))
+        return block.norm_ffn(out + block.dropout(block.ffn_out(block.dropout(torch.relu(block.ffn_in(out))))))
+
+    results = []
+    for fn in (spelled_out, block._rest):
+        q, h = query.clone().requires_grad_(), hidden.clone().requires_grad_()
+        torch.manual_seed(3)
+        out = fn(q, h)
+        grads = torch.autograd.grad(out, [q, h, *weights], grad)
+        results.append([t.view(torch.int32) for t in (out.detach(), *grads)])
+    for expected, got in zip(*results):
+        assert torch.equal(got, expected)
+    assert (results[1][0] != 0).any() and (results[1][2] == 0).any()  # some of h's entries dropped

@@ -20,12 +20,13 @@ from torch import nn
 
 MIN_ELEMENTS = 1 << 15  # below this torch's generator costs less than seeding a new one
 ENABLED = True  # False: every call is `F.dropout` (the benchmark's and a test's handle)
+_NUMPY_FLOATS = {torch.float32: np.float32, torch.float64: np.float64}  # masks numpy writes in the model's dtype
 
 
 class _MaskedScale(torch.autograd.Function):
     """x -> x / (1 - p) where kept, 0 where dropped; the gradient is masked and scaled the same way. `kept`
-    (uint8, 1 = kept) is saved; each way is one vectorised pass, 0 + scale * x * kept (`addcmul`): a masked
-    fill is a branch per entry, about 3x slower here (docs/graph_speed.md)."""
+    (1 = kept, in x's dtype: `.to` is then no copy) is saved; each way is one vectorised pass, 0 + scale * x * kept
+    (`addcmul`): a masked fill is a branch per entry, about 3x slower here (docs/graph_speed.md)."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, kept: torch.Tensor, scale: float) -> torch.Tensor:
@@ -69,17 +70,22 @@ def dropped_mask(shape: torch.Size, p: float) -> torch.Tensor:
     return torch.from_numpy(bits < threshold).view(shape)
 
 
-def kept_mask(shape: torch.Size, p: float) -> torch.Tensor:
-    """`dropped_mask`'s complement from the same draws, as uint8 (1 = kept): what `dropout` multiplies by."""
+def kept_mask(shape: torch.Size, p: float, dtype: torch.dtype = torch.uint8) -> torch.Tensor:
+    """`dropped_mask`'s complement from the same draws (1 = kept), as uint8 or straight as a float `dtype`: the
+    comparison writes the 0/1 floats the masking multiplies by (torch's uint8 -> float copy was ~5x the draw)."""
     bits, threshold = _draws(int(np.prod(shape)), p)
-    return torch.from_numpy((bits >= threshold).view(np.uint8)).view(shape)
+    if dtype in _NUMPY_FLOATS:
+        out = np.empty(bits.shape, _NUMPY_FLOATS[dtype])
+        return torch.from_numpy(np.greater_equal(bits, threshold, out=out)).view(shape)
+    kept = torch.from_numpy((bits >= threshold).view(np.uint8)).view(shape)
+    return kept if dtype == torch.uint8 else kept.to(dtype)
 
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """`F.dropout(x, p, training)`, with the mask of a large CPU tensor from `kept_mask`."""
     if not (ENABLED and training and 0.0 < p < 1.0 and x.device.type == "cpu" and x.numel() >= MIN_ELEMENTS):
         return F.dropout(x, p, training)
-    return _MaskedScale.apply(x, kept_mask(x.shape, p), 1.0 / (1.0 - p))
+    return _MaskedScale.apply(x, kept_mask(x.shape, p, x.dtype), 1.0 / (1.0 - p))
 
 
 def add_dropout(x: torch.Tensor, y: torch.Tensor, p: float, training: bool) -> torch.Tensor:
@@ -88,7 +94,7 @@ def add_dropout(x: torch.Tensor, y: torch.Tensor, p: float, training: bool) -> t
     if not (ENABLED and training and 0.0 < p < 1.0 and y.device.type == "cpu" and y.numel() >= MIN_ELEMENTS
             and x.shape == y.shape and x.dtype == y.dtype):
         return x + dropout(y, p, training)
-    return _AddMaskedScale.apply(x, y, kept_mask(y.shape, p), 1.0 / (1.0 - p))
+    return _AddMaskedScale.apply(x, y, kept_mask(y.shape, p, y.dtype), 1.0 / (1.0 - p))
 
 
 class Dropout(nn.Dropout):

@@ -142,8 +142,12 @@ class TransformerBlock(nn.Module):
         return in_blocks(finish, 0 if torch.is_grad_enabled() else self.block_tokens, query, out)
 
     def _rest(self, query: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
-        out = self.norm_attn(query + self.dropout(hidden))
-        return self.norm_ffn(out + self.dropout(self.ffn_out(self.dropout(F.relu(self.ffn_in(out), inplace=True)))))
+        """LN(q + Drop(hidden)), then the FFN's residual: each residual sum and its branch's dropout one pass
+        (`add_dropout`: the same masks and numbers as the sum of `Dropout`'s output)."""
+        p, training = self.dropout.p, self.training
+        out = self.norm_attn(dropout_module.add_dropout(query, hidden, p, training))
+        branch = self.ffn_out(self.dropout(F.relu(self.ffn_in(out), inplace=True)))
+        return self.norm_ffn(dropout_module.add_dropout(out, branch, p, training))
 
 
 class Tokens(NamedTuple):
