@@ -35,3 +35,12 @@ def test_masks_equal_site_by_site(d_time, layers, members, p):
         for m, r in zip(masks, ref):
             assert m.shape == r.shape and torch.equal(m, r)
     assert offset == total
+
+
+@pytest.mark.parametrize("p", [0.05, 0.1, 0.2, 1 / 3, 0.5, 0.7, 0.9])
+def test_keep_scale_rounds_as_the_division(p):
+    """`mask * _keep_scale(p)` is `mask / (1 - p)` bit for bit, for any dropout rate."""
+    from timerepro.tasks.sequence_classification import _keep_scale
+
+    keep = (torch.rand(4, 1000, generator=torch.Generator().manual_seed(0)) >= p).float()
+    assert torch.equal(keep * _keep_scale(p), keep / (1 - p))

@@ -95,16 +95,23 @@ def _dropout_uniforms(members: list[ensemble.Member], model, n: int, batch: int,
     return torch.stack([torch.rand(total, generator=m.generators["dropout"]) for m in members])
 
 
+def _keep_scale(p: float) -> float:
+    """1 / (1 - p) rounded to float32 as the division `mask.float() / (1 - p)` rounds it (float32 / float32)."""
+    return float(torch.ones((), dtype=torch.float32) / (1 - p))
+
+
 def _dropout_masks(uniforms: torch.Tensor, offset: int, model, batch: int, n_events: int,
                    p: float) -> tuple[list[torch.Tensor], int]:
     """This step's scaled keep-masks (S, *site) cut from the epoch's uniforms, and the next offset.
 
-    One compare, cast and divide over the step's contiguous slice, then a view per site: elementwise, so each
-    site's mask is bitwise the one computed site by site (tests/tasks: `_dropout_masks_per_site`)."""
+    One compare, cast and in-place scale over the step's contiguous slice, then a view per site: elementwise, so
+    each site's mask is bitwise the one computed site by site as `(u >= p).float() / (1 - p)` (tests/unit:
+    `_dropout_masks_per_site`): a keep-mask holds only 0 and 1, and 0 / q = 0 * (1 / q), 1 / q = 1 * (1 / q).
+    """
     shapes = model.dropout_shapes(batch, n_events)
     sizes = [math.prod(s) for s in shapes]
     end = offset + sum(sizes)
-    scaled = (uniforms[:, offset:end] >= p).float() / (1 - p)  # (S, sum of site sizes)
+    scaled = torch.ge(uniforms[:, offset:end], p).float().mul_(_keep_scale(p))  # (S, sum of site sizes)
     return [m.view(len(uniforms), *s) for m, s in zip(scaled.split(sizes, dim=1), shapes)], end
 
 
@@ -118,23 +125,24 @@ def run_group(configs: list[dict], ctxs: list, finish) -> None:
 
     def train_epoch(active, flat, buffers, opt, rnd) -> list[dict]:
         rows = torch.arange(len(active)).unsqueeze(1)  # (S, 1): gathers each member's own rows
-        dt, x, y = (torch.stack([m.data["tensors"]["train"][j] for m in active]) for j in range(3))  # (S, N, M), (S, N)
-        n = y.shape[1]
+        n = len(active[0].data["tensors"]["train"][2])
         order = torch.stack([torch.randperm(n, generator=m.generators["order"]) for m in active])  # (S, N)
+        # The epoch's rows gathered once in each member's batch order, (S, N, M) and (S, N): each step takes a slice.
+        dt, x, y = (torch.stack([m.data["tensors"]["train"][j] for m in active])[rows, order] for j in range(3))
         uniforms = _dropout_uniforms(active, model, n, batch, n_events) if p > 0 else None
         offset = 0
         total = torch.zeros(len(active))
         for i in range(0, n, batch):
-            idx = order[:, i : i + batch]  # (S, b)
+            b = min(batch, n - i)
             drops = None
             if uniforms is not None:
-                drops, offset = _dropout_masks(uniforms, offset, model, idx.shape[1], n_events, p)
-            logits, _ = forward(flat.views(), buffers, dt[rows, idx], x[rows, idx], drops)  # (S, b)
-            losses = F.binary_cross_entropy_with_logits(logits, y[rows, idx], reduction="none").mean(1)  # (S,)
+                drops, offset = _dropout_masks(uniforms, offset, model, b, n_events, p)
+            logits, _ = forward(flat.views(), buffers, dt[:, i : i + b], x[:, i : i + b], drops)  # (S, b)
+            losses = F.binary_cross_entropy_with_logits(logits, y[:, i : i + b], reduction="none").mean(1)  # (S,)
             opt.zero_grad()
             losses.sum().backward()  # members share no parameter: each gets its own loss's gradient
             opt.step()
-            total += losses.detach() * idx.shape[1]
+            total += losses.detach() * b
         return [{"train_loss": float(t / n)} for t in total]
 
     def validate(active, params, buffers) -> list[dict]:
