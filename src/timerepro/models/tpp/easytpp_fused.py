@@ -1,0 +1,160 @@
+"""EasyTPP's elementwise pieces with hand-written backward passes: the same equations in fewer passes over the
+sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse(model)`), sharing its parameters.
+
+| replacement | EasyTPP's original (easy-tpp 0.3.0) | forward passes / backward passes over the grid |
+|---|---|---|
+| `FusedScaledSoftplus` | `baselayer.ScaledSoftplus.forward` (lines 28-38) | 5 / 4 instead of 7 / 12 |
+| `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 12 |
+
+Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
+EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+LOG_1E5 = math.log(1e5)  # ScaledSoftplus clamps beta * x here before exp (EasyTPP's line 36)
+
+
+class _ScaledSoftplus(torch.autograd.Function):
+    """y = log1p(exp(min(b x, log 1e5))) / b where b x <= threshold, else x; b = exp(log_beta) per mark (last dim).
+
+    dy/dx = d: sigmoid(b x) below log 1e5, 0 on the clamp's plateau, 1 above the threshold (EasyTPP's autograd
+    through clamp and where gives the same); dy/dlog_beta = d x - y in every region (0 above the threshold)."""
+
+    @staticmethod
+    def forward(ctx, x, log_beta, threshold):
+        beta = log_beta.exp()  # [K]
+        bx = x * beta  # [..., K]
+        if bool(bx.max() <= LOG_1E5) if bx.numel() else True:  # no clamp, no linear branch: one formula
+            y = torch.exp(bx).log1p_().div_(beta)
+            d = bx.sigmoid_()
+        else:
+            y = torch.where(bx <= threshold, torch.log1p(bx.clamp(max=LOG_1E5).exp()) / beta, x)
+            d = torch.sigmoid(bx).masked_fill_(bx > LOG_1E5, 0.0).masked_fill_(bx > threshold, 1.0)
+        ctx.save_for_backward(x, y, d)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y, d = ctx.saved_tensors
+        gx = g * d
+        g_log_beta = None
+        if ctx.needs_input_grad[1]:
+            t = gx * x
+            t.addcmul_(g, y, value=-1.0)  # d x - y, times g
+            g_log_beta = t.reshape(-1, t.size(-1)).sum(0)  # [K]
+        return gx, g_log_beta, None
+
+
+class FusedScaledSoftplus(nn.Module):
+    """EasyTPP's ScaledSoftplus (mark-specific beta, linear above `threshold`) as one autograd node; shares log_beta."""
+
+    def __init__(self, log_beta: nn.Parameter, threshold: float):
+        super().__init__()
+        self.log_beta, self.threshold = log_beta, float(threshold)
+
+    @classmethod
+    def replacing(cls, module: nn.Module) -> FusedScaledSoftplus:
+        return cls(module.log_beta, module.threshold)
+
+    def forward(self, x):
+        return _ScaledSoftplus.apply(x, self.log_beta, self.threshold)
+
+
+class _CTLSTMDecay(torch.autograd.Function):
+    """NHP's Eq. (7): c(t) = c_bar + (c - c_bar) exp(-delta dt), h(t) = o tanh(c(t)); c, c_bar, delta, o of one
+    shape [..., 1 or S, H], dt broadcasting against them ([..., S, 1]). Returns (c(t), h(t))."""
+
+    @staticmethod
+    def forward(ctx, c, c_bar, delta, o, dt):
+        e = torch.exp(-delta * dt)  # [..., S, H]: EasyTPP's operands in its order
+        dc = c - c_bar
+        c_t = torch.addcmul(c_bar, dc, e)
+        tanh_c = torch.tanh(c_t)
+        ctx.save_for_backward(e, tanh_c, dc, delta, o, dt)
+        return c_t, o * tanh_c
+
+    @staticmethod
+    def backward(ctx, g_c, g_h):
+        e, tanh_c, dc, delta, o, dt = ctx.saved_tensors
+        shape = o.shape
+        g = torch.zeros_like(e) if g_c is None else g_c.expand_as(e).clone()
+        if g_h is not None:
+            g.add_(torch.ops.aten.tanh_backward(g_h * o, tanh_c))  # dL/dc(t)
+        g_e = g * e
+        g_dc = g_e.sum_to_size(shape)
+        g_delta = g_dt = None
+        if ctx.needs_input_grad[2] or ctx.needs_input_grad[4]:
+            g_edc = g_e * dc  # d c(t) / d(-delta dt), times the incoming gradient
+            if ctx.needs_input_grad[2]:
+                g_delta = -(g_edc * dt).sum_to_size(shape)
+            if ctx.needs_input_grad[4]:
+                g_dt = -(g_edc * delta).sum_to_size(dt.shape)
+        g_o = None if g_h is None else (g_h * tanh_c).sum_to_size(shape)
+        return g_dc, g.sum_to_size(shape) - g_dc, g_delta, g_o, g_dt
+
+
+def ct_lstm_decay(c, c_bar, delta, o, dt):
+    """`ContTimeLSTMCell.decay` in one node where c, c_bar, delta, o share a shape, else EasyTPP's expression."""
+    if not (c.shape == c_bar.shape == delta.shape == o.shape):
+        c_t = c_bar + (c - c_bar) * torch.exp(-delta * dt)
+        return c_t, o * torch.tanh(c_t)
+    return _CTLSTMDecay.apply(c, c_bar, delta, o, dt)
+
+
+def _fused_cell_class():
+    """EasyTPP's ContTimeLSTMCell with `decay` fused (made on first use: easy_tpp is imported lazily)."""
+    global FusedContTimeLSTMCell
+    if "FusedContTimeLSTMCell" not in globals():
+        from easy_tpp.model.nhp import ContTimeLSTMCell
+
+        class FusedContTimeLSTMCell(ContTimeLSTMCell):
+            def decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
+                return ct_lstm_decay(c_i, c_bar_i, delta_i, o_i, dtime)
+
+        FusedContTimeLSTMCell.__qualname__ = "FusedContTimeLSTMCell"  # picklable by this module's name
+
+    return FusedContTimeLSTMCell
+
+
+def _replace_modules(model: nn.Module, cls_name: str, make) -> int:
+    """Every submodule whose class is named `cls_name` replaced by make(module) in its parent (one replacement
+    per module, so a module shared by two parents stays shared); how many."""
+    made = {}
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child).__name__ == cls_name:
+                if id(child) not in made:
+                    made[id(child)] = make(child)
+                setattr(parent, name, made[id(child)])
+    return len(made)
+
+
+def fuse_scaled_softplus(model: nn.Module) -> int:
+    return _replace_modules(model, "ScaledSoftplus", FusedScaledSoftplus.replacing)
+
+
+def fuse_ct_lstm_decay(model: nn.Module) -> int:
+    """NHP's cell keeps its parameters; its class becomes the subclass whose `decay` is the fused one."""
+    cells = [m for m in model.modules() if type(m).__name__ == "ContTimeLSTMCell"]
+    for m in cells:
+        m.__class__ = _fused_cell_class()
+    return len(cells)
+
+
+# EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
+FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay), "THP": (fuse_scaled_softplus,),
+         "SAHP": (fuse_scaled_softplus,), "AttNHP": (fuse_scaled_softplus,)}
+
+
+def fuse(class_name: str, model: nn.Module) -> nn.Module:
+    """EasyTPP's `class_name` instance with FUSED's replacements, in place; the parameters stay the same objects."""
+    for replace in FUSED.get(class_name, ()):
+        if not replace(model):
+            raise RuntimeError(f"{replace.__name__} found nothing to replace in EasyTPP's {class_name}")
+    return model
