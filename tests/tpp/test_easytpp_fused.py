@@ -92,7 +92,7 @@ def test_fused_models_equal_easytpp_likelihood_and_gradients(name, batch):
     assert FUSED[class_name]
     sd_ours, sd_ref = ours.state_dict(), ref.state_dict()
     assert sd_ours.keys() == sd_ref.keys() and all(torch.equal(sd_ours[k], sd_ref[k]) for k in sd_ref)
-    assert type(ours.model) is type(ref.model) and any(type(m).__name__.startswith("Fused") for m in ours.modules())
+    assert isinstance(ours.model, type(ref.model)) and any(type(m).__name__.startswith("Fused") for m in ours.modules())
     for loss in (lambda m: -log_likelihood(m, batch).total, lambda m: m.model.loglike_loss(**batch.as_dict())[0]):
         values, grads = [], []
         for m in (ours, ref):
@@ -116,3 +116,24 @@ def test_fused_nhp_copies_and_pickles(batch):
         for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
             assert type(other.model.rnn_cell).__name__ == "FusedContTimeLSTMCell"
             assert torch.equal(log_likelihood(other, batch).total, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_sahp_state_decay_equals_easytpp(dtype):
+    """SAHP's `state_decay` (mu, eta, gamma read out of the states, then Eq. 15) fused against EasyTPP's, on the grid
+    [B, L, 1, D] x [B, L, S, 1], with the time offsets requiring grad too."""
+    torch.manual_seed(0)
+    cfg = resolved("sahp", d_model=16, time_emb_size=8, num_layers=1, num_heads=2)
+    models = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        models.append(E.build("SAHP", cfg, K, fused=fused).model.to(dtype))
+    h = torch.randn(3, 5, 1, 16, dtype=dtype).requires_grad_()
+    dt = torch.rand(3, 5, 4, 1, dtype=dtype).mul_(3.0).requires_grad_()
+    results = [_grads(lambda: m.state_decay(h, dt), [h, dt, *(p for layer in (m.mu, m.eta, m.gamma) for p in layer.parameters())])
+               for m in models]
+    (y_ours,), g_ours = results[0]
+    (y_ref,), g_ref = results[1]
+    assert torch.allclose(y_ours, y_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])

@@ -5,6 +5,7 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 |---|---|---|
 | `FusedScaledSoftplus` | `baselayer.ScaledSoftplus.forward` (lines 28-38) | 6 / 4 instead of 7 / about 12 |
 | `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 11 |
+| `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
 
 Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
 EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
@@ -105,19 +106,57 @@ def ct_lstm_decay(c, c_bar, delta, o, dt):
     return _CTLSTMDecay.apply(c, c_bar, delta, o, dt)
 
 
-def _fused_cell_class():
-    """EasyTPP's ContTimeLSTMCell with `decay` fused (made on first use: easy_tpp is imported lazily)."""
-    global FusedContTimeLSTMCell
-    if "FusedContTimeLSTMCell" not in globals():
-        from easy_tpp.model.nhp import ContTimeLSTMCell
+class _ExpDecay(torch.autograd.Function):
+    """SAHP's Eq. (15): mu + (eta - mu) exp(-gamma dt); mu, eta, gamma of one shape [..., 1, K], dt [..., S, 1]."""
 
-        class FusedContTimeLSTMCell(ContTimeLSTMCell):
-            def decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
-                return ct_lstm_decay(c_i, c_bar_i, delta_i, o_i, dtime)
+    @staticmethod
+    def forward(ctx, mu, eta, gamma, dt):
+        e = torch.exp(-gamma * dt)  # [..., S, K]: EasyTPP's operands in its order
+        d = eta - mu
+        ctx.save_for_backward(e, d, gamma, dt)
+        return torch.addcmul(mu, d, e)
 
-        FusedContTimeLSTMCell.__qualname__ = "FusedContTimeLSTMCell"  # picklable by this module's name
+    @staticmethod
+    def backward(ctx, g):
+        e, d, gamma, dt = ctx.saved_tensors
+        shape = d.shape
+        g_e = g * e
+        g_d = g_e.sum_to_size(shape)
+        g_gamma = g_dt = None
+        if ctx.needs_input_grad[2]:  # d is constant along the summed (broadcast) dims: multiplied after the sum
+            g_gamma = (g_e * dt).sum_to_size(shape).mul_(d).neg_()
+        if ctx.needs_input_grad[3]:
+            g_dt = -(g_e * (d * gamma)).sum_to_size(dt.shape)
+        return g.sum_to_size(shape) - g_d, g_d, g_gamma, g_dt
 
-    return FusedContTimeLSTMCell
+
+def exp_decay(mu, eta, gamma, dt):
+    """mu + (eta - mu) exp(-gamma dt) in one node where mu, eta, gamma share a shape, else EasyTPP's expression."""
+    if not (mu.shape == eta.shape == gamma.shape):
+        return mu + (eta - mu) * torch.exp(-gamma * dt)
+    return _ExpDecay.apply(mu, eta, gamma, dt)
+
+
+def _fused_class(module: str, name: str, method: str, fn) -> type:
+    """EasyTPP's `module.name` subclassed with `method` replaced by `fn` (made once, on first use: easy_tpp is
+    imported lazily; kept in this module's namespace as Fused<name>, so instances pickle)."""
+    import importlib
+
+    key = f"Fused{name}"
+    if key not in globals():
+        base = getattr(importlib.import_module(module), name)
+        cls = type(key, (base,), {method: fn, "__module__": __name__, "__doc__": f"{name} with `{method}` fused."})
+        globals()[key] = cls
+    return globals()[key]
+
+
+def _sahp_state_decay(self, encode_state, duration_t):
+    """EasyTPP SAHP's `state_decay` (sahp.py lines 72-86) with the decay in one node."""
+    return exp_decay(self.mu(encode_state), self.eta(encode_state), self.gamma(encode_state), duration_t)
+
+
+def _ct_lstm_cell_decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
+    return ct_lstm_decay(c_i, c_bar_i, delta_i, o_i, dtime)
 
 
 def _replace_modules(model: nn.Module, cls_name: str, make) -> int:
@@ -137,17 +176,26 @@ def fuse_scaled_softplus(model: nn.Module) -> int:
     return _replace_modules(model, "ScaledSoftplus", FusedScaledSoftplus.replacing)
 
 
+def _swap_class(model: nn.Module, name: str, make) -> int:
+    """Every submodule of class `name` given the class make() (a subclass: same parameters); how many."""
+    found = [m for m in model.modules() if type(m).__name__ == name]
+    for m in found:
+        m.__class__ = make()
+    return len(found)
+
+
 def fuse_ct_lstm_decay(model: nn.Module) -> int:
-    """NHP's cell keeps its parameters; its class becomes the subclass whose `decay` is the fused one."""
-    cells = [m for m in model.modules() if type(m).__name__ == "ContTimeLSTMCell"]
-    for m in cells:
-        m.__class__ = _fused_cell_class()
-    return len(cells)
+    return _swap_class(model, "ContTimeLSTMCell", lambda: _fused_class(
+        "easy_tpp.model.nhp", "ContTimeLSTMCell", "decay", _ct_lstm_cell_decay))
+
+
+def fuse_sahp_decay(model: nn.Module) -> int:
+    return _swap_class(model, "SAHP", lambda: _fused_class("easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay))
 
 
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
 FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay), "THP": (fuse_scaled_softplus,),
-         "SAHP": (fuse_scaled_softplus,), "AttNHP": (fuse_scaled_softplus,)}
+         "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,)}
 
 
 def fuse(class_name: str, model: nn.Module) -> nn.Module:
