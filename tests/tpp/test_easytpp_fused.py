@@ -107,14 +107,15 @@ def test_fused_models_equal_easytpp_likelihood_and_gradients(name, batch):
             assert float((grads[0][n] - grads[1][n]).norm()) <= 1e-5 * float(grads[1][n].norm()) + 1e-7, n
 
 
-def test_fused_nhp_copies_and_pickles(batch):
-    """Deep copies and pickles (checkpoints, best-epoch copies) of a fused model keep the fused cell and its values."""
+@pytest.mark.parametrize("name,fused", [("nhp", "FusedContTimeLSTMCell"), ("sahp", "FusedSAHP")])
+def test_fused_models_copy_and_pickle(name, fused, batch):
+    """Deep copies and pickles (checkpoints, best-epoch copies) of a fused model keep its fused classes and values."""
     torch.manual_seed(0)
-    model = E.build("NHP", resolved("nhp", d_model=16), K).eval()
+    model = E.build(E.EASYTPP_MODELS[name], resolved(name, d_model=16, num_heads=2), K).eval()
     with torch.no_grad():
         want = log_likelihood(model, batch).total
         for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
-            assert type(other.model.rnn_cell).__name__ == "FusedContTimeLSTMCell"
+            assert fused in {type(m).__name__ for m in other.modules()}
             assert torch.equal(log_likelihood(other, batch).total, want)
 
 
