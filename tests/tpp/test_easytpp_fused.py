@@ -13,7 +13,8 @@ from easy_tpp.model.baselayer import ScaledSoftplus  # noqa: E402
 from easy_tpp.model.nhp import ContTimeLSTMCell  # noqa: E402
 
 from timerepro.models.tpp import easytpp as E  # noqa: E402
-from timerepro.models.tpp.easytpp_fused import FUSED, FusedScaledSoftplus, ct_lstm_decay  # noqa: E402
+from timerepro.models.tpp import easytpp_fused  # noqa: E402
+from timerepro.models.tpp.easytpp_fused import FUSED, FusedScaledSoftplus, ct_lstm_decay, decayed_hidden  # noqa: E402
 from timerepro.tpp.likelihood import log_likelihood  # noqa: E402
 
 from .conftest import resolved  # noqa: E402
@@ -75,6 +76,25 @@ def test_ct_lstm_decay_equals_easytpp(dtype, grid):
     _, g_h_only_ref = _grads(lambda: cell.decay(*inputs)[1], inputs)
     for a, b in zip(g_h_only, g_h_only_ref):
         assert torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_decayed_hidden_equals_easytpp_in_slices(dtype, monkeypatch):
+    """NHP's h(t) on the grid, slice by slice (slices of 2 rows of dim 0, the last one shorter) and recomputed in
+    the backward, against EasyTPP's decay: values and the gradients of every input, the offsets included."""
+    monkeypatch.setattr(easytpp_fused, "CHUNK_FLOATS", 2 * 5 * 4 * 8)
+    torch.manual_seed(0)
+    cell = ContTimeLSTMCell(8)
+    shape = (5, 5, 1, 8)
+    c, c_bar, o = (torch.randn(shape, dtype=dtype).requires_grad_() for _ in range(3))
+    delta = torch.rand(shape, dtype=dtype).add_(0.1).requires_grad_()
+    dt = torch.rand(5, 5, 4, 1, dtype=dtype).mul_(3.0).requires_grad_()
+    inputs = [c, c_bar, delta, o, dt]
+    (h_ref,), g_ref = _grads(lambda: cell.decay(*inputs)[1], inputs)
+    (h_ours,), g_ours = _grads(lambda: decayed_hidden(*inputs), inputs)
+    assert torch.allclose(h_ours, h_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
 
 
 @pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp"])

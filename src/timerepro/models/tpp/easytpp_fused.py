@@ -5,6 +5,7 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 |---|---|---|
 | `FusedScaledSoftplus` | `baselayer.ScaledSoftplus.forward` (lines 28-38) | 6 / 4 instead of 7 / about 12 |
 | `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 11 |
+| `FusedNHP.get_states` (h(t) alone, `_DecayedHidden`) | `nhp.NHP.get_states` (lines 155-169: the decay above at the sample offsets) | 1 / 1 over the whole grid (h(t) and its gradient), the rest slice by slice in the cache, recomputed in the backward |
 | `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
 
 Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
@@ -78,6 +79,7 @@ class _CTLSTMDecay(torch.autograd.Function):
         c_t = torch.addcmul(c_bar, dc, e)
         tanh_c = torch.tanh(c_t)
         ctx.save_for_backward(e, tanh_c, dc, delta, o, dt)
+        ctx.set_materialize_grads(False)  # c(t) unused (NHP's get_states): its gradient stays None, not a zero grid
         return c_t, o * tanh_c
 
     @staticmethod
@@ -96,6 +98,61 @@ class _CTLSTMDecay(torch.autograd.Function):
             g_dt = -(g_e * (dc * delta)).sum_to_size(dt.shape)
         g_o = None if g_h is None else (g_h * tanh_c).sum_to_size(shape)
         return g_dc, g.sum_to_size(shape) - g_dc, g_delta, g_o, g_dt
+
+
+CHUNK_FLOATS = 1 << 15  # a slice of the grid per step of `_DecayedHidden`: its temporaries stay in the CPU's cache
+
+
+def _rows(n: int, row_floats: int) -> list[slice]:
+    step = max(1, CHUNK_FLOATS // max(1, row_floats))
+    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
+
+
+class _DecayedHidden(torch.autograd.Function):
+    """h(t) = o tanh(c_bar + (c - c_bar) exp(-delta dt)) alone (NHP's `get_states`), slice by slice of dim 0 and
+    recomputed in the backward: only h(t) and its gradient cross the whole grid, the rest stays in the cache.
+    c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1]."""
+
+    @staticmethod
+    def forward(ctx, c, c_bar, delta, o, dt):
+        shape = torch.broadcast_shapes(o.shape, dt.shape)
+        h = o.new_empty(shape)
+        dc = c - c_bar
+        neg_delta = -delta
+        for r in _rows(shape[0], h[0].numel()):
+            c_t = torch.addcmul(c_bar[r], dc[r], torch.exp(neg_delta[r] * dt[r]))
+            torch.mul(o[r], c_t.tanh_(), out=h[r])
+        ctx.save_for_backward(c_bar, dc, delta, o, dt)
+        return h
+
+    @staticmethod
+    def backward(ctx, g_h):
+        c_bar, dc, delta, o, dt = ctx.saved_tensors
+        g_dc, g_cbar, g_delta, g_o = (torch.empty_like(o) for _ in range(4))
+        g_dt = torch.empty_like(dt) if ctx.needs_input_grad[4] else None
+        neg_delta = -delta
+        for r in _rows(g_h.size(0), g_h[0].numel()):
+            e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]: the forward's, recomputed
+            tanh_c = torch.addcmul(c_bar[r], dc[r], e).tanh_()
+            shape = o[r].shape
+            torch.sum(g_h[r] * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
+                (g_h[r] * tanh_c).sum_to_size(shape))
+            g = torch.ops.aten.tanh_backward(g_h[r] * o[r], tanh_c)  # dL/dc(t)
+            g_cbar[r] = g.sum_to_size(shape)
+            g_e = g.mul_(e)
+            g_dc[r] = g_e.sum_to_size(shape)
+            g_delta[r] = (g_e * dt[r]).sum_to_size(shape).mul_(dc[r]).neg_()  # dc constant along the summed dims
+            if g_dt is not None:
+                g_dt[r] = -(g_e * (dc[r] * delta[r])).sum_to_size(dt[r].shape)
+        return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt
+
+
+def decayed_hidden(c, c_bar, delta, o, dt):
+    """h(t) of `ContTimeLSTMCell.decay` in one chunked node where c, c_bar, delta, o share a shape whose dim 0
+    dt shares, else through `ct_lstm_decay`."""
+    if c.shape == c_bar.shape == delta.shape == o.shape and c.dim() == dt.dim() and c.size(0) == dt.size(0):
+        return _DecayedHidden.apply(c, c_bar, delta, o, dt)
+    return ct_lstm_decay(c, c_bar, delta, o, dt)[1]
 
 
 def ct_lstm_decay(c, c_bar, delta, o, dt):
@@ -155,6 +212,13 @@ def _sahp_state_decay(self, encode_state, duration_t):
     return exp_decay(self.mu(encode_state), self.eta(encode_state), self.gamma(encode_state), duration_t)
 
 
+def _nhp_get_states(self, right_hiddens, sample_dts):
+    """EasyTPP NHP's `get_states` (nhp.py lines 155-169): h(t) at the sample offsets, by `decayed_hidden`."""
+    c_t, c_bar_t, delta_t, o_t = torch.chunk(right_hiddens, 4, dim=-1)  # [B, L, H] each
+    return decayed_hidden(c_t[:, :, None, :], c_bar_t[:, :, None, :], delta_t[:, :, None, :], o_t[:, :, None, :],
+                          sample_dts[..., None])  # [B, L, S, H]
+
+
 def _ct_lstm_cell_decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
     return ct_lstm_decay(c_i, c_bar_i, delta_i, o_i, dtime)
 
@@ -189,12 +253,16 @@ def fuse_ct_lstm_decay(model: nn.Module) -> int:
         "easy_tpp.model.nhp", "ContTimeLSTMCell", "decay", _ct_lstm_cell_decay))
 
 
+def fuse_nhp_get_states(model: nn.Module) -> int:
+    return _swap_class(model, "NHP", lambda: _fused_class("easy_tpp.model.nhp", "NHP", "get_states", _nhp_get_states))
+
+
 def fuse_sahp_decay(model: nn.Module) -> int:
     return _swap_class(model, "SAHP", lambda: _fused_class("easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay))
 
 
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
-FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay), "THP": (fuse_scaled_softplus,),
+FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states), "THP": (fuse_scaled_softplus,),
          "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,)}
 
 
