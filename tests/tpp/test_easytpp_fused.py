@@ -57,7 +57,8 @@ def test_scaled_softplus_equals_easytpp(dtype, scale):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("grid", [True, False])  # the sample grid [B, L, 1, H] x [B, L, S, 1]; the loop's [B, H] x [B, 1]
+# the sample grid [B, L, 1, H] x [B, L, S, 1]; the loop's [B, H] x [B, 1]
+@pytest.mark.parametrize("grid", [True, False])
 def test_ct_lstm_decay_equals_easytpp(dtype, grid):
     torch.manual_seed(0)
     cell = ContTimeLSTMCell(8)
@@ -151,8 +152,10 @@ def test_sahp_state_decay_equals_easytpp(dtype):
         models.append(E.build("SAHP", cfg, K, fused=fused).model.to(dtype))
     h = torch.randn(3, 5, 1, 16, dtype=dtype).requires_grad_()
     dt = torch.rand(3, 5, 4, 1, dtype=dtype).mul_(3.0).requires_grad_()
-    results = [_grads(lambda: m.state_decay(h, dt), [h, dt, *(p for layer in (m.mu, m.eta, m.gamma) for p in layer.parameters())])
-               for m in models]
+    results = []
+    for m in models:
+        params = [p for layer in (m.mu, m.eta, m.gamma) for p in layer.parameters()]
+        results.append(_grads(lambda: m.state_decay(h, dt), [h, dt, *params]))
     (y_ours,), g_ours = results[0]
     (y_ref,), g_ref = results[1]
     assert torch.allclose(y_ours, y_ref, **TOL[dtype])

@@ -1,12 +1,15 @@
 """EasyTPP's elementwise pieces with hand-written backward passes: the same equations in fewer passes over the
-sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse(model)`), sharing its parameters.
+sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse`), sharing its parameters.
 
 | replacement | EasyTPP's original (easy-tpp 0.3.0) | forward passes / backward passes over the grid |
 |---|---|---|
 | `FusedScaledSoftplus` | `baselayer.ScaledSoftplus.forward` (lines 28-38) | 6 / 4 instead of 7 / about 12 |
 | `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 11 |
-| `FusedNHP.get_states` (h(t) alone, `_DecayedHidden`) | `nhp.NHP.get_states` (lines 155-169: the decay above at the sample offsets) | 1 / 1 over the whole grid (h(t) and its gradient), the rest slice by slice in the cache, recomputed in the backward |
+| `FusedNHP.get_states` (h(t) alone) | `nhp.NHP.get_states` (lines 155-169) | 1 / 1 on the grid, the rest in slices (a) |
 | `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
+
+(a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
+recomputed in the backward.
 
 Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
 EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
@@ -258,7 +261,8 @@ def fuse_nhp_get_states(model: nn.Module) -> int:
 
 
 def fuse_sahp_decay(model: nn.Module) -> int:
-    return _swap_class(model, "SAHP", lambda: _fused_class("easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay))
+    return _swap_class(model, "SAHP", lambda: _fused_class(
+        "easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay))
 
 
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
