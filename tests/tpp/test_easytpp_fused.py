@@ -161,3 +161,11 @@ def test_sahp_state_decay_equals_easytpp(dtype):
     assert torch.allclose(y_ours, y_ref, **TOL[dtype])
     for a, b in zip(g_ours, g_ref):
         assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+def test_decayed_hidden_of_an_empty_batch():
+    """No sequence (thinning's slice of sequences with an undecided draw can be empty): empty h(t) and gradients."""
+    c = torch.zeros(0, 3, 1, 4, requires_grad=True)
+    h = decayed_hidden(c, c, c, c, torch.zeros(0, 3, 5, 1))
+    h.sum().backward()
+    assert h.shape == (0, 3, 5, 4) and c.grad.shape == c.shape

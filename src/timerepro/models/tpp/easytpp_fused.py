@@ -122,7 +122,7 @@ class _DecayedHidden(torch.autograd.Function):
         h = o.new_empty(shape)
         dc = c - c_bar
         neg_delta = -delta
-        for r in _rows(shape[0], h[0].numel()):
+        for r in _rows(shape[0], math.prod(shape[1:])):
             c_t = torch.addcmul(c_bar[r], dc[r], torch.exp(neg_delta[r] * dt[r]))
             torch.mul(o[r], c_t.tanh_(), out=h[r])
         ctx.save_for_backward(c_bar, dc, delta, o, dt)
@@ -134,7 +134,7 @@ class _DecayedHidden(torch.autograd.Function):
         g_dc, g_cbar, g_delta, g_o = (torch.empty_like(o) for _ in range(4))
         g_dt = torch.empty_like(dt) if ctx.needs_input_grad[4] else None
         neg_delta = -delta
-        for r in _rows(g_h.size(0), g_h[0].numel()):
+        for r in _rows(g_h.size(0), math.prod(g_h.shape[1:])):
             e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]: the forward's, recomputed
             tanh_c = torch.addcmul(c_bar[r], dc[r], e).tanh_()
             shape = o[r].shape
