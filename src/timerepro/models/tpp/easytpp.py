@@ -358,11 +358,15 @@ ADAPTERS = {"RMTPP": RMTPPModel, "NHP": NHPModel, "SAHP": SAHPModel, "THP": THPM
             "ODETPP": ODETPPModel, "FullyNN": FullyNNModel, "IntensityFree": IntensityFreeModel}
 
 
-def build(class_name: str, config: dict, num_event_types: int) -> EasyTPPModel:
-    """EasyTPP's `class_name` for K event types, wrapped; built on CPU (the task moves it with .to(device))."""
+def build(class_name: str, config: dict, num_event_types: int, fused: bool = True) -> EasyTPPModel:
+    """EasyTPP's `class_name` for K event types, wrapped; built on CPU (the task moves it with .to(device)).
+    `fused`: EasyTPP's elementwise modules replaced by easytpp_fused's (the same equations, fewer passes)."""
     import easy_tpp.model as etm
 
-    return ADAPTERS[class_name](getattr(etm, class_name)(model_config(class_name, config, num_event_types)))
+    from timerepro.models.tpp.easytpp_fused import fuse
+
+    model = getattr(etm, class_name)(model_config(class_name, config, num_event_types))
+    return ADAPTERS[class_name](fuse(class_name, model) if fused else model)
 
 
 def build_baseline(config: dict, num_event_types: int) -> EasyTPPModel:

@@ -1,0 +1,278 @@
+"""EasyTPP's elementwise pieces with hand-written backward passes: the same equations in fewer passes over the
+sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse`), sharing its parameters.
+
+| replacement | EasyTPP's original (easy-tpp 0.3.0) | forward passes / backward passes over the grid |
+|---|---|---|
+| `FusedScaledSoftplus` | `baselayer.ScaledSoftplus.forward` (lines 28-38) | 6 / 4 instead of 7 / about 12 |
+| `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 11 |
+| `FusedNHP.get_states` (h(t) alone) | `nhp.NHP.get_states` (lines 155-169) | 1 / 1 on the grid, the rest in slices (a) |
+| `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
+
+(a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
+recomputed in the backward.
+
+Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
+EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+LOG_1E5 = math.log(1e5)  # ScaledSoftplus clamps beta * x here before exp (EasyTPP's line 36)
+
+
+class _ScaledSoftplus(torch.autograd.Function):
+    """y = log1p(exp(min(b x, log 1e5))) / b where b x <= threshold, else x; b = exp(log_beta) per mark (last dim).
+
+    dy/dx = d: sigmoid(b x) below log 1e5, 0 on the clamp's plateau, 1 above the threshold (EasyTPP's autograd
+    through clamp and where gives the same); dy/dlog_beta = d x - y in every region (0 above the threshold)."""
+
+    @staticmethod
+    def forward(ctx, x, log_beta, threshold):
+        beta = log_beta.exp()  # [K]
+        bx = x * beta  # [..., K]
+        if bool(bx.max() <= LOG_1E5) if bx.numel() else True:  # no clamp, no linear branch: one formula
+            y = torch.exp(bx).log1p_().div_(beta)
+            d = bx.sigmoid_()
+        else:
+            y = torch.where(bx <= threshold, torch.log1p(bx.clamp(max=LOG_1E5).exp()) / beta, x)
+            d = torch.sigmoid(bx).masked_fill_(bx > LOG_1E5, 0.0).masked_fill_(bx > threshold, 1.0)
+        ctx.save_for_backward(x, y, d)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y, d = ctx.saved_tensors
+        gx = g * d
+        g_log_beta = None
+        if ctx.needs_input_grad[1]:
+            t = gx * x
+            t.addcmul_(g, y, value=-1.0)  # d x - y, times g
+            g_log_beta = t.reshape(-1, t.size(-1)).sum(0)  # [K]
+        return gx, g_log_beta, None
+
+
+class FusedScaledSoftplus(nn.Module):
+    """EasyTPP's ScaledSoftplus (mark-specific beta, linear above `threshold`) as one autograd node; shares log_beta."""
+
+    def __init__(self, log_beta: nn.Parameter, threshold: float):
+        super().__init__()
+        self.log_beta, self.threshold = log_beta, float(threshold)
+
+    @classmethod
+    def replacing(cls, module: nn.Module) -> FusedScaledSoftplus:
+        return cls(module.log_beta, module.threshold)
+
+    def forward(self, x):
+        return _ScaledSoftplus.apply(x, self.log_beta, self.threshold)
+
+
+class _CTLSTMDecay(torch.autograd.Function):
+    """NHP's Eq. (7): c(t) = c_bar + (c - c_bar) exp(-delta dt), h(t) = o tanh(c(t)); c, c_bar, delta, o of one
+    shape [..., 1 or S, H], dt broadcasting against them ([..., S, 1]). Returns (c(t), h(t))."""
+
+    @staticmethod
+    def forward(ctx, c, c_bar, delta, o, dt):
+        e = torch.exp(-delta * dt)  # [..., S, H]: EasyTPP's operands in its order
+        dc = c - c_bar
+        c_t = torch.addcmul(c_bar, dc, e)
+        tanh_c = torch.tanh(c_t)
+        ctx.save_for_backward(e, tanh_c, dc, delta, o, dt)
+        ctx.set_materialize_grads(False)  # c(t) unused (NHP's get_states): its gradient stays None, not a zero grid
+        return c_t, o * tanh_c
+
+    @staticmethod
+    def backward(ctx, g_c, g_h):
+        e, tanh_c, dc, delta, o, dt = ctx.saved_tensors
+        shape = o.shape
+        g = None if g_h is None else torch.ops.aten.tanh_backward(g_h * o, tanh_c)  # dL/dc(t) through h(t)
+        if g_c is not None:
+            g = g_c.expand_as(e).clone() if g is None else g.add_(g_c)
+        g_e = g * e
+        g_dc = g_e.sum_to_size(shape)
+        g_delta = g_dt = None
+        if ctx.needs_input_grad[2]:  # dc is constant along the summed (broadcast) dims: multiplied after the sum
+            g_delta = (g_e * dt).sum_to_size(shape).mul_(dc).neg_()
+        if ctx.needs_input_grad[4]:
+            g_dt = -(g_e * (dc * delta)).sum_to_size(dt.shape)
+        g_o = None if g_h is None else (g_h * tanh_c).sum_to_size(shape)
+        return g_dc, g.sum_to_size(shape) - g_dc, g_delta, g_o, g_dt
+
+
+CHUNK_FLOATS = 1 << 15  # a slice of the grid per step of `_DecayedHidden`: its temporaries stay in the CPU's cache
+
+
+def _rows(n: int, row_floats: int) -> list[slice]:
+    step = max(1, CHUNK_FLOATS // max(1, row_floats))
+    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
+
+
+class _DecayedHidden(torch.autograd.Function):
+    """h(t) = o tanh(c_bar + (c - c_bar) exp(-delta dt)) alone (NHP's `get_states`), slice by slice of dim 0 and
+    recomputed in the backward: only h(t) and its gradient cross the whole grid, the rest stays in the cache.
+    c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1]."""
+
+    @staticmethod
+    def forward(ctx, c, c_bar, delta, o, dt):
+        shape = torch.broadcast_shapes(o.shape, dt.shape)
+        h = o.new_empty(shape)
+        dc = c - c_bar
+        neg_delta = -delta
+        for r in _rows(shape[0], math.prod(shape[1:])):
+            c_t = torch.addcmul(c_bar[r], dc[r], torch.exp(neg_delta[r] * dt[r]))
+            torch.mul(o[r], c_t.tanh_(), out=h[r])
+        ctx.save_for_backward(c_bar, dc, delta, o, dt)
+        return h
+
+    @staticmethod
+    def backward(ctx, g_h):
+        c_bar, dc, delta, o, dt = ctx.saved_tensors
+        g_dc, g_cbar, g_delta, g_o = (torch.empty_like(o) for _ in range(4))
+        g_dt = torch.empty_like(dt) if ctx.needs_input_grad[4] else None
+        neg_delta = -delta
+        for r in _rows(g_h.size(0), math.prod(g_h.shape[1:])):
+            e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]: the forward's, recomputed
+            tanh_c = torch.addcmul(c_bar[r], dc[r], e).tanh_()
+            shape = o[r].shape
+            torch.sum(g_h[r] * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
+                (g_h[r] * tanh_c).sum_to_size(shape))
+            g = torch.ops.aten.tanh_backward(g_h[r] * o[r], tanh_c)  # dL/dc(t)
+            g_cbar[r] = g.sum_to_size(shape)
+            g_e = g.mul_(e)
+            g_dc[r] = g_e.sum_to_size(shape)
+            g_delta[r] = (g_e * dt[r]).sum_to_size(shape).mul_(dc[r]).neg_()  # dc constant along the summed dims
+            if g_dt is not None:
+                g_dt[r] = -(g_e * (dc[r] * delta[r])).sum_to_size(dt[r].shape)
+        return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt
+
+
+def decayed_hidden(c, c_bar, delta, o, dt):
+    """h(t) of `ContTimeLSTMCell.decay` in one chunked node where c, c_bar, delta, o share a shape whose dim 0
+    dt shares, else through `ct_lstm_decay`."""
+    if c.shape == c_bar.shape == delta.shape == o.shape and c.dim() == dt.dim() and c.size(0) == dt.size(0):
+        return _DecayedHidden.apply(c, c_bar, delta, o, dt)
+    return ct_lstm_decay(c, c_bar, delta, o, dt)[1]
+
+
+def ct_lstm_decay(c, c_bar, delta, o, dt):
+    """`ContTimeLSTMCell.decay` in one node where c, c_bar, delta, o share a shape, else EasyTPP's expression."""
+    if not (c.shape == c_bar.shape == delta.shape == o.shape):
+        c_t = c_bar + (c - c_bar) * torch.exp(-delta * dt)
+        return c_t, o * torch.tanh(c_t)
+    return _CTLSTMDecay.apply(c, c_bar, delta, o, dt)
+
+
+class _ExpDecay(torch.autograd.Function):
+    """SAHP's Eq. (15): mu + (eta - mu) exp(-gamma dt); mu, eta, gamma of one shape [..., 1, K], dt [..., S, 1]."""
+
+    @staticmethod
+    def forward(ctx, mu, eta, gamma, dt):
+        e = torch.exp(-gamma * dt)  # [..., S, K]: EasyTPP's operands in its order
+        d = eta - mu
+        ctx.save_for_backward(e, d, gamma, dt)
+        return torch.addcmul(mu, d, e)
+
+    @staticmethod
+    def backward(ctx, g):
+        e, d, gamma, dt = ctx.saved_tensors
+        shape = d.shape
+        g_e = g * e
+        g_d = g_e.sum_to_size(shape)
+        g_gamma = g_dt = None
+        if ctx.needs_input_grad[2]:  # d is constant along the summed (broadcast) dims: multiplied after the sum
+            g_gamma = (g_e * dt).sum_to_size(shape).mul_(d).neg_()
+        if ctx.needs_input_grad[3]:
+            g_dt = -(g_e * (d * gamma)).sum_to_size(dt.shape)
+        return g.sum_to_size(shape) - g_d, g_d, g_gamma, g_dt
+
+
+def exp_decay(mu, eta, gamma, dt):
+    """mu + (eta - mu) exp(-gamma dt) in one node where mu, eta, gamma share a shape, else EasyTPP's expression."""
+    if not (mu.shape == eta.shape == gamma.shape):
+        return mu + (eta - mu) * torch.exp(-gamma * dt)
+    return _ExpDecay.apply(mu, eta, gamma, dt)
+
+
+def _fused_class(module: str, name: str, method: str, fn) -> type:
+    """EasyTPP's `module.name` subclassed with `method` replaced by `fn` (made once, on first use: easy_tpp is
+    imported lazily; kept in this module's namespace as Fused<name>, so instances pickle)."""
+    import importlib
+
+    key = f"Fused{name}"
+    if key not in globals():
+        base = getattr(importlib.import_module(module), name)
+        cls = type(key, (base,), {method: fn, "__module__": __name__, "__doc__": f"{name} with `{method}` fused."})
+        globals()[key] = cls
+    return globals()[key]
+
+
+def _sahp_state_decay(self, encode_state, duration_t):
+    """EasyTPP SAHP's `state_decay` (sahp.py lines 72-86) with the decay in one node."""
+    return exp_decay(self.mu(encode_state), self.eta(encode_state), self.gamma(encode_state), duration_t)
+
+
+def _nhp_get_states(self, right_hiddens, sample_dts):
+    """EasyTPP NHP's `get_states` (nhp.py lines 155-169): h(t) at the sample offsets, by `decayed_hidden`."""
+    c_t, c_bar_t, delta_t, o_t = torch.chunk(right_hiddens, 4, dim=-1)  # [B, L, H] each
+    return decayed_hidden(c_t[:, :, None, :], c_bar_t[:, :, None, :], delta_t[:, :, None, :], o_t[:, :, None, :],
+                          sample_dts[..., None])  # [B, L, S, H]
+
+
+def _ct_lstm_cell_decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
+    return ct_lstm_decay(c_i, c_bar_i, delta_i, o_i, dtime)
+
+
+def _replace_modules(model: nn.Module, cls_name: str, make) -> int:
+    """Every submodule whose class is named `cls_name` replaced by make(module) in its parent (one replacement
+    per module, so a module shared by two parents stays shared); how many."""
+    made = {}
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child).__name__ == cls_name:
+                if id(child) not in made:
+                    made[id(child)] = make(child)
+                setattr(parent, name, made[id(child)])
+    return len(made)
+
+
+def fuse_scaled_softplus(model: nn.Module) -> int:
+    return _replace_modules(model, "ScaledSoftplus", FusedScaledSoftplus.replacing)
+
+
+def _swap_class(model: nn.Module, name: str, make) -> int:
+    """Every submodule of class `name` given the class make() (a subclass: same parameters); how many."""
+    found = [m for m in model.modules() if type(m).__name__ == name]
+    for m in found:
+        m.__class__ = make()
+    return len(found)
+
+
+def fuse_ct_lstm_decay(model: nn.Module) -> int:
+    return _swap_class(model, "ContTimeLSTMCell", lambda: _fused_class(
+        "easy_tpp.model.nhp", "ContTimeLSTMCell", "decay", _ct_lstm_cell_decay))
+
+
+def fuse_nhp_get_states(model: nn.Module) -> int:
+    return _swap_class(model, "NHP", lambda: _fused_class("easy_tpp.model.nhp", "NHP", "get_states", _nhp_get_states))
+
+
+def fuse_sahp_decay(model: nn.Module) -> int:
+    return _swap_class(model, "SAHP", lambda: _fused_class(
+        "easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay))
+
+
+# EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
+FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states), "THP": (fuse_scaled_softplus,),
+         "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,)}
+
+
+def fuse(class_name: str, model: nn.Module) -> nn.Module:
+    """EasyTPP's `class_name` instance with FUSED's replacements, in place; the parameters stay the same objects."""
+    for replace in FUSED.get(class_name, ()):
+        if not replace(model):
+            raise RuntimeError(f"{replace.__name__} found nothing to replace in EasyTPP's {class_name}")
+    return model

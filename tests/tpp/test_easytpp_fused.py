@@ -1,0 +1,171 @@
+"""easytpp_fused's replacements against EasyTPP's own modules: values and gradients equal within float rounding."""
+
+import copy
+import math
+import pickle
+
+import pytest
+import torch
+
+pytest.importorskip("easy_tpp")
+
+from easy_tpp.model.baselayer import ScaledSoftplus  # noqa: E402
+from easy_tpp.model.nhp import ContTimeLSTMCell  # noqa: E402
+
+from timerepro.models.tpp import easytpp as E  # noqa: E402
+from timerepro.models.tpp import easytpp_fused  # noqa: E402
+from timerepro.models.tpp.easytpp_fused import FUSED, FusedScaledSoftplus, ct_lstm_decay, decayed_hidden  # noqa: E402
+from timerepro.tpp.likelihood import log_likelihood  # noqa: E402
+
+from .conftest import resolved  # noqa: E402
+from .test_easytpp import K, batch, records  # noqa: E402,F401  (the fixtures)
+
+TOL = {torch.float64: dict(rtol=1e-12, atol=1e-14), torch.float32: dict(rtol=1e-5, atol=1e-6)}
+
+
+def _grads(fn, tensors):
+    """Values of fn() and the gradients of a fixed random projection of them with respect to `tensors`."""
+    for t in tensors:
+        t.grad = None
+    outs = fn()
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    gen = torch.Generator().manual_seed(7)
+    loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum() for o in outs)
+    loss.backward()
+    return [o.detach() for o in outs], [t.grad.clone() for t in tensors]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("scale", [1.0, 30.0])  # 30: beta x crosses log(1e5) (EasyTPP's clamp) and the threshold 20
+def test_scaled_softplus_equals_easytpp(dtype, scale):
+    torch.manual_seed(0)
+    ref = ScaledSoftplus(K).to(dtype)
+    with torch.no_grad():
+        ref.log_beta.copy_(torch.linspace(-1.0, 0.7, K, dtype=dtype))
+    fused = FusedScaledSoftplus.replacing(ref)
+    x = (torch.randn(6, 5, 4, K, dtype=dtype) * scale).requires_grad_()
+    bx = x.detach() * ref.log_beta.detach().exp()
+    if scale > 1:  # every region of EasyTPP's formula is exercised
+        assert (bx <= math.log(1e5)).any() and ((bx > math.log(1e5)) & (bx <= 20)).any() and (bx > 20).any()
+    else:
+        assert bx.max() <= math.log(1e5)  # the fast path
+    y_ref, g_ref = _grads(lambda: ref(x), [x, ref.log_beta])
+    y_ours, g_ours = _grads(lambda: fused(x), [x, fused.log_beta])
+    assert torch.equal(y_ours[0], y_ref[0])  # the same forward operations, in EasyTPP's order
+    for a, b in zip(g_ours, g_ref):
+        assert torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+# the sample grid [B, L, 1, H] x [B, L, S, 1]; the loop's [B, H] x [B, 1]
+@pytest.mark.parametrize("grid", [True, False])
+def test_ct_lstm_decay_equals_easytpp(dtype, grid):
+    torch.manual_seed(0)
+    cell = ContTimeLSTMCell(8)
+    shape, dt_shape = ((3, 5, 1, 8), (3, 5, 4, 1)) if grid else ((3, 8), (3, 1))
+    c, c_bar, o = (torch.randn(shape, dtype=dtype).requires_grad_() for _ in range(3))
+    delta = torch.rand(shape, dtype=dtype).add_(0.1).requires_grad_()
+    dt = torch.rand(dt_shape, dtype=dtype).mul_(3.0).requires_grad_()
+    inputs = [c, c_bar, delta, o, dt]
+    (ct_ref, h_ref), g_ref = _grads(lambda: cell.decay(*inputs), inputs)
+    (ct_ours, h_ours), g_ours = _grads(lambda: ct_lstm_decay(*inputs), inputs)
+    assert torch.allclose(ct_ours, ct_ref, **TOL[dtype]) and torch.allclose(h_ours, h_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+    # only h used (NHP's get_states): c(t)'s gradient arrives as None
+    _, g_h_only = _grads(lambda: ct_lstm_decay(*inputs)[1], inputs)
+    _, g_h_only_ref = _grads(lambda: cell.decay(*inputs)[1], inputs)
+    for a, b in zip(g_h_only, g_h_only_ref):
+        assert torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_decayed_hidden_equals_easytpp_in_slices(dtype, monkeypatch):
+    """NHP's h(t) on the grid, slice by slice (slices of 2 rows of dim 0, the last one shorter) and recomputed in
+    the backward, against EasyTPP's decay: values and the gradients of every input, the offsets included."""
+    monkeypatch.setattr(easytpp_fused, "CHUNK_FLOATS", 2 * 5 * 4 * 8)
+    torch.manual_seed(0)
+    cell = ContTimeLSTMCell(8)
+    shape = (5, 5, 1, 8)
+    c, c_bar, o = (torch.randn(shape, dtype=dtype).requires_grad_() for _ in range(3))
+    delta = torch.rand(shape, dtype=dtype).add_(0.1).requires_grad_()
+    dt = torch.rand(5, 5, 4, 1, dtype=dtype).mul_(3.0).requires_grad_()
+    inputs = [c, c_bar, delta, o, dt]
+    (h_ref,), g_ref = _grads(lambda: cell.decay(*inputs)[1], inputs)
+    (h_ours,), g_ours = _grads(lambda: decayed_hidden(*inputs), inputs)
+    assert torch.allclose(h_ours, h_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp"])
+def test_fused_models_equal_easytpp_likelihood_and_gradients(name, batch):
+    """The fused model against EasyTPP's unchanged class built from the same seed: the same parameters (names and
+    values), the project's log-likelihood and EasyTPP's loglike_loss equal within float32 rounding, and their
+    gradients (relative norm per parameter)."""
+    class_name = E.EASYTPP_MODELS[name]
+    cfg = resolved(name, d_model=32, time_emb_size=16, num_layers=2, num_heads=2)
+    models = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        models.append(E.build(class_name, cfg, K, fused=fused).train())
+    ours, ref = models
+    assert FUSED[class_name]
+    sd_ours, sd_ref = ours.state_dict(), ref.state_dict()
+    assert sd_ours.keys() == sd_ref.keys() and all(torch.equal(sd_ours[k], sd_ref[k]) for k in sd_ref)
+    assert isinstance(ours.model, type(ref.model)) and any(type(m).__name__.startswith("Fused") for m in ours.modules())
+    for loss in (lambda m: -log_likelihood(m, batch).total, lambda m: m.model.loglike_loss(**batch.as_dict())[0]):
+        values, grads = [], []
+        for m in (ours, ref):
+            m.zero_grad()
+            value = loss(m)
+            value.backward()
+            values.append(float(value.detach()))
+            grads.append({n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None})
+        assert values[0] == pytest.approx(values[1], rel=1e-6)
+        assert grads[0].keys() == grads[1].keys() and len(grads[0]) > 3
+        for n in grads[1]:
+            assert float((grads[0][n] - grads[1][n]).norm()) <= 1e-5 * float(grads[1][n].norm()) + 1e-7, n
+
+
+@pytest.mark.parametrize("name,fused", [("nhp", "FusedContTimeLSTMCell"), ("sahp", "FusedSAHP")])
+def test_fused_models_copy_and_pickle(name, fused, batch):
+    """Deep copies and pickles (checkpoints, best-epoch copies) of a fused model keep its fused classes and values."""
+    torch.manual_seed(0)
+    model = E.build(E.EASYTPP_MODELS[name], resolved(name, d_model=16, num_heads=2), K).eval()
+    with torch.no_grad():
+        want = log_likelihood(model, batch).total
+        for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+            assert fused in {type(m).__name__ for m in other.modules()}
+            assert torch.equal(log_likelihood(other, batch).total, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_sahp_state_decay_equals_easytpp(dtype):
+    """SAHP's `state_decay` (mu, eta, gamma read out of the states, then Eq. 15) fused against EasyTPP's, on the grid
+    [B, L, 1, D] x [B, L, S, 1], with the time offsets requiring grad too."""
+    torch.manual_seed(0)
+    cfg = resolved("sahp", d_model=16, time_emb_size=8, num_layers=1, num_heads=2)
+    models = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        models.append(E.build("SAHP", cfg, K, fused=fused).model.to(dtype))
+    h = torch.randn(3, 5, 1, 16, dtype=dtype).requires_grad_()
+    dt = torch.rand(3, 5, 4, 1, dtype=dtype).mul_(3.0).requires_grad_()
+    results = []
+    for m in models:
+        params = [p for layer in (m.mu, m.eta, m.gamma) for p in layer.parameters()]
+        results.append(_grads(lambda: m.state_decay(h, dt), [h, dt, *params]))
+    (y_ours,), g_ours = results[0]
+    (y_ref,), g_ref = results[1]
+    assert torch.allclose(y_ours, y_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+def test_decayed_hidden_of_an_empty_batch():
+    """No sequence (thinning's slice of sequences with an undecided draw can be empty): empty h(t) and gradients."""
+    c = torch.zeros(0, 3, 1, 4, requires_grad=True)
+    h = decayed_hidden(c, c, c, c, torch.zeros(0, 3, 5, 1))
+    h.sum().backward()
+    assert h.shape == (0, 3, 5, 4) and c.grad.shape == c.shape
