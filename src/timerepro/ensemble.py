@@ -5,7 +5,8 @@ cost little more than one. Each member keeps everything that makes its run its o
 weights, its data, its generators (batch order, dropout), its Adam step count, its early stopping
 and its checkpoint, so a member's result does not depend on which other members share its batch
 (tested) and a killed member resumes from its own checkpoint whatever epoch the others reached.
-Members leave the stack as soon as they stop early; the stack is rebuilt every epoch.
+Members leave the stack as soon as they stop early; the stack is rebuilt only when one leaves (its rows kept),
+and a member's tensors are copied out of it only when needed (checkpoint, best weights, finish).
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ class StackedAdam:
         bc1 = 1 - b1 ** self.steps  # (S,)
         step_size = (self.lr / bc1).float()
         bc2_sqrt = (1 - b2 ** self.steps).sqrt().float()
-        for name, p in self.params.items():
-            g = p.grad
+        for name, param in self.params.items():
+            g = param.grad
+            # `.data`: updated without bumping the version counter that views built once (FlatParams) share
+            p = param.data
             view = (-1,) + (1,) * (p.dim() - 1)  # broadcast a per-member scalar over a member's tensor
             m, v = self.exp_avg[name], self.exp_avg_sq[name]
             m.lerp_(g, 1 - b1)
@@ -59,28 +62,36 @@ class StackedAdam:
 class FlatParams:
     """Every member's parameters in one (S, P) leaf tensor, so that one Adam update covers them all.
 
-    `views()` gives name -> (S, *shape) views for `functional_call`; call it inside each step so that
-    every backward pass runs through fresh view nodes into the flat tensor's gradient.
+    `views()` gives name -> (S, *shape) views for `functional_call`, built once per stack: their backward
+    nodes keep no tensor, so every step's backward runs through them again into the flat tensor's gradient
+    (the optimizer writes through `.data`, so their version never changes).
     """
 
-    def __init__(self, members: list["Member"]):
+    def __init__(self, members: list["Member"], flat: torch.Tensor | None = None):
         first = members[0].params
         self.names = list(first)
         self.shapes = [first[k].shape for k in self.names]
         self.sizes = [first[k].numel() for k in self.names]
-        self.flat = self.flatten(members, "params").requires_grad_(True)
+        self.flat = (self.flatten(members, "params") if flat is None else flat).requires_grad_(True)
+        self._views = self._split(self.flat)
 
     def flatten(self, members: list["Member"], attr: str) -> torch.Tensor:
         return torch.stack([torch.cat([getattr(m, attr)[k].reshape(-1) for k in self.names]) for m in members])
 
+    def kept(self, members: list["Member"], rows: torch.Tensor) -> "FlatParams":
+        """The stack of the members left: the same values, rows `rows` of this one (their layout is shared)."""
+        return FlatParams(members, self.flat.detach()[rows])
+
+    def _split(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        chunks = flat.split(self.sizes, dim=-1)  # (..., n_k) each
+        return {k: c.view(*flat.shape[:-1], *shape) for k, c, shape in zip(self.names, chunks, self.shapes)}
+
     def views(self, flat: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        flat = self.flat if flat is None else flat
-        chunks = flat.split(self.sizes, dim=1)  # (S, n_k) each
-        return {k: c.view(flat.shape[0], *shape) for k, c, shape in zip(self.names, chunks, self.shapes)}
+        return self._views if flat is None else self._split(flat)
 
     def unflatten(self, flat: torch.Tensor, i: int) -> dict[str, torch.Tensor]:
-        """Member i's tensors, copied out of a (S, P) tensor."""
-        return {k: v[i].detach().clone() for k, v in self.views(flat).items()}
+        """Member i's tensors, copied out of a (S, P) tensor in one copy (views of its row)."""
+        return self._split(flat[i].detach().clone())
 
 
 @dataclass
@@ -180,12 +191,13 @@ def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: 
             _finish(m, on_done)
     bar = progress(total=max_epochs) if progress else None
     rnd, last_save = 0, time.monotonic()
+    stacked: list[Member] = []  # the members of the current stack (flat, buffers, opt)
+    flat = buffers = opt = None
     while any(not m.done for m in members):
         active = [m for m in members if not m.done]
-        flat, buffers = FlatParams(active), stack(active, "buffers")
-        opt = StackedAdam({"flat": flat.flat}, lr=lr, steps=torch.tensor([m.steps for m in active], dtype=torch.float64),
-                          exp_avg={"flat": flat.flatten(active, "exp_avg")},
-                          exp_avg_sq={"flat": flat.flatten(active, "exp_avg_sq")})
+        if len(active) != len(stacked):  # the first round, or members left: stack (again) the members still training
+            flat, buffers, opt = _restack(active, stacked, flat, opt, lr) if stacked else _stack(active, lr)
+            stacked = active
         t0 = time.perf_counter()
         stats = train_epoch(active, flat, buffers, opt, rnd)
         epoch_time = (time.perf_counter() - t0) / len(active)  # a member's share of the stacked epoch
@@ -194,19 +206,18 @@ def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: 
         stop = stopping.requested()  # SLURM's stop: every member still training checkpoints this round, then exit
         save = stop or time.monotonic() - last_save >= CHECKPOINT_EVERY_S
         for i, m in enumerate(active):
-            m.params = flat.unflatten(flat.flat, i)
-            m.exp_avg = flat.unflatten(opt.exp_avg["flat"], i)
-            m.exp_avg_sq = flat.unflatten(opt.exp_avg_sq["flat"], i)
             m.steps = float(opt.steps[i])
             if m.stopper.update(float(vals[i][monitor]), m.epoch):
-                m.best_state = {k: v.clone() for k, v in m.params.items()}
+                m.best_state = flat.unflatten(flat.flat, i)
             m.history.append({"epoch": m.epoch, "epoch_time_s": round(epoch_time, 4), "ensemble_size": len(active),
                               **stats[i], **{f"val_{k}": v for k, v in vals[i].items()}})
             m.epoch += 1
             if m.stopper.should_stop or m.epoch >= max_epochs:
+                _copy_out(m, flat, opt, i)
                 m.ctx.write_history(m.history)
                 _finish(m, on_done)
             elif save:
+                _copy_out(m, flat, opt, i)
                 m.ctx.write_history(m.history)
                 m.ctx.save_checkpoint(_checkpoint(m))
         if save:
@@ -220,6 +231,32 @@ def fit_ensemble(members: list[Member], *, lr: float, max_epochs: int, monitor: 
             bar.set_postfix({"active": sum(not m.done for m in members)})
     if bar is not None:
         bar.close()
+
+
+def _stack(active: list[Member], lr: float) -> tuple[FlatParams, dict, StackedAdam]:
+    """The members' parameters, buffers and Adam state stacked from their own tensors."""
+    flat = FlatParams(active)
+    opt = StackedAdam({"flat": flat.flat}, lr=lr, steps=torch.tensor([m.steps for m in active], dtype=torch.float64),
+                      exp_avg={"flat": flat.flatten(active, "exp_avg")},
+                      exp_avg_sq={"flat": flat.flatten(active, "exp_avg_sq")})
+    return flat, stack(active, "buffers"), opt
+
+
+def _restack(active: list[Member], stacked: list[Member], flat: FlatParams, opt: StackedAdam,
+             lr: float) -> tuple[FlatParams, dict, StackedAdam]:
+    """The stack of `active` cut from the previous one's rows (`stacked` is its members): values copied, not recomputed."""
+    rows = torch.tensor([j for j, m in enumerate(stacked) if not m.done])  # `active`, in the same order
+    kept = flat.kept(active, rows)
+    new = StackedAdam({"flat": kept.flat}, lr=lr, steps=opt.steps[rows],
+                      exp_avg={"flat": opt.exp_avg["flat"][rows]}, exp_avg_sq={"flat": opt.exp_avg_sq["flat"][rows]})
+    return kept, stack(active, "buffers"), new
+
+
+def _copy_out(m: Member, flat: FlatParams, opt: StackedAdam, i: int) -> None:
+    """Member i's parameters and Adam state copied out of the stack (for its checkpoint or its end)."""
+    m.params = flat.unflatten(flat.flat, i)
+    m.exp_avg = flat.unflatten(opt.exp_avg["flat"], i)
+    m.exp_avg_sq = flat.unflatten(opt.exp_avg_sq["flat"], i)
 
 
 def _finish(m: Member, on_done: Callable[[Member], None]) -> None:

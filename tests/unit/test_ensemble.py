@@ -5,6 +5,7 @@ import signal
 
 import pytest
 import torch
+from torch import nn
 
 from timerepro import ensemble, registry, runs, stopping
 
@@ -132,3 +133,48 @@ def test_stop_request_checkpoints_the_group_after_its_round_and_resumes_to_the_s
         assert _metrics(tmp_path / "a", c) == _metrics(tmp_path / "b", c)
         prov = json.loads((tmp_path / "b" / "runs" / c["paper"] / c["run_id"] / "provenance.json").read_text())
         assert prov["resumed_from_epoch"] == 0
+
+
+def _trained_stack(members, fresh_views: bool, steps: int = 3):
+    """A stack of `members` (nn.Linear(3, 2) each) after a few Adam steps; views built once, or afresh each step."""
+    flat, _, opt = ensemble._stack(members, lr=0.1)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        views = flat.views(flat.flat) if fresh_views else flat.views()
+        x = torch.randn(len(members), 4, 3, generator=gen)
+        out = torch.baddbmm(views["bias"].unsqueeze(1), x, views["weight"].transpose(1, 2))  # (S, 4, 2)
+        opt.zero_grad()
+        out.square().sum().backward()
+        opt.step()
+    return flat, opt
+
+
+def _linear_members(n: int) -> list:
+    torch.manual_seed(0)
+    return [ensemble.new_member(None, nn.Linear(3, 2), {}, None, patience=1, mode="min") for _ in range(n)]
+
+
+def test_views_built_once_follow_every_update_as_fresh_views_do():
+    """The stack's views are built once: each step's gradient reaches the flat tensor and each update reaches the views."""
+    once, opt_once = _trained_stack(_linear_members(3), fresh_views=False)
+    fresh, opt_fresh = _trained_stack(_linear_members(3), fresh_views=True)
+    assert torch.equal(once.flat, fresh.flat) and torch.equal(opt_once.exp_avg_sq["flat"], opt_fresh.exp_avg_sq["flat"])
+    assert not torch.equal(once.flat, ensemble._stack(_linear_members(3), lr=0.1)[0].flat)  # the steps moved it
+    assert torch.equal(once.views()["weight"], once.flat.detach()[:, :6].view(3, 2, 3))
+
+
+def test_members_leaving_keep_their_rows_as_if_stacked_again_from_their_own_tensors():
+    """A member leaves: the stack cut from the previous rows equals the one stacked from the others' copied-out state."""
+    members = _linear_members(3)
+    flat, opt = _trained_stack(members, fresh_views=False)
+    members[1].done = True
+    left = [members[0], members[2]]
+    kept, _, kept_opt = ensemble._restack(left, members, flat, opt, lr=0.1)
+    for i in (0, 2):
+        ensemble._copy_out(members[i], flat, opt, i)
+        members[i].steps = float(opt.steps[i])
+    again, _, again_opt = ensemble._stack(left, lr=0.1)
+    assert torch.equal(kept.flat, again.flat) and torch.equal(kept_opt.steps, again_opt.steps)
+    for state in ("exp_avg", "exp_avg_sq"):
+        assert torch.equal(getattr(kept_opt, state)["flat"], getattr(again_opt, state)["flat"])
+    assert torch.equal(kept.flat[1], flat.flat[2]) and kept.flat.is_leaf and kept.flat.requires_grad
