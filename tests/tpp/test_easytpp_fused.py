@@ -98,7 +98,7 @@ def test_decayed_hidden_equals_easytpp_in_slices(dtype, monkeypatch):
         assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
 
 
-@pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp"])
+@pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp", "fullynn"])
 def test_fused_models_equal_easytpp_likelihood_and_gradients(name, batch):
     """The fused model against EasyTPP's unchanged class built from the same seed: the same parameters (names and
     values), the project's log-likelihood and EasyTPP's loglike_loss equal within float32 rounding, and their
@@ -169,3 +169,30 @@ def test_decayed_hidden_of_an_empty_batch():
     h = decayed_hidden(c, c, c, c, torch.zeros(0, 3, 5, 1))
     h.sum().backward()
     assert h.shape == (0, 3, 5, 4) and c.grad.shape == c.shape
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("proper", [True, False])
+@pytest.mark.parametrize("mlp_layers", [1, 3])
+def test_cumul_hazard_equals_easytpp(dtype, proper, mlp_layers):
+    """FullyNN's cumulative hazard network fused (the derivative by forward mode) against EasyTPP's (one
+    double-backward graph per mark): Lambda, d Lambda / d dt, and the gradients of both with respect to the hidden
+    states and every parameter (the second derivatives the loss's backward takes), some rows above softplus' threshold."""
+    cfg = resolved("fullynn", d_model=8, num_mlp_layers=mlp_layers, proper_marked_intensities=proper)
+    nets = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        nets.append(E.build("FullyNN", cfg, K, fused=fused).model.layer_intensity.to(dtype))
+    assert type(nets[0]).__name__ == "FusedCumulHazardFunctionNetwork"
+    with torch.no_grad():
+        nets[0].layer_dense_3[0].bias[0] = nets[1].layer_dense_3[0].bias[0] = 22.0  # mark 0 linear: softplus' x > 20
+    h = torch.randn(4, 6, 8, dtype=dtype).requires_grad_()
+    dt = torch.rand(4, 6, dtype=dtype).mul_(3.0)
+    results = [_grads(lambda: net(h, dt.clone()), [h, *net.parameters()]) for net in nets]
+    (lam_ours, d_ours), g_ours = results[0]
+    (lam_ref, d_ref), g_ref = results[1]
+    assert torch.equal(lam_ours, lam_ref)  # EasyTPP's own operations for Lambda
+    assert (lam_ref[..., 0] > 20).all() and (lam_ref[..., 1:] < 20).all()  # both of softplus' branches
+    assert torch.allclose(d_ours, d_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])

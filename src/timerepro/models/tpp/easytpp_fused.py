@@ -226,6 +226,32 @@ def _ct_lstm_cell_decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
     return ct_lstm_decay(c_i, c_bar_i, delta_i, o_i, dtime)
 
 
+def _cumul_hazard_forward(self, hidden_states, time_delta_seqs):
+    """EasyTPP FullyNN's `CumulHazardFunctionNetwork.forward` (fullynn.py lines 45-78): Lambda_k(dt) by its own
+    operations, and d Lambda_k / d dt for every mark k at once by forward mode (the tangent of each layer carried
+    beside its value) instead of one double-backward graph per mark; the same derivative, other summation order."""
+    for p in self.parameters():  # EasyTPP's positivity clamp, as its forward does
+        p.data = torch.clamp(p.data, min=self.params_eps)
+    H = hidden_states.size(-1)
+    t = self.layer_dense_1(time_delta_seqs.unsqueeze(dim=-1))  # [..., H]
+    out = torch.tanh(self.layer_dense_2(torch.cat([hidden_states, t], dim=-1)))  # [..., H]
+    # d t / d dt = w1 [H]; d(pre-activation of dense_2) / d dt = W2[:, H:] w1 [H]: one vector for every row
+    d_pre = self.layer_dense_2.weight[:, H:] @ self.layer_dense_1.weight[:, 0]
+    d_out = torch.ops.aten.tanh_backward(d_pre, out)  # (1 - out^2) d_pre: [..., H]
+    for layer in self.module_list:
+        out = torch.tanh(layer(out))
+        d_out = torch.ops.aten.tanh_backward(d_out @ layer.weight.T, out)
+    linear, softplus = self.layer_dense_3
+    z = linear(out)  # [..., K]
+    integral_lambda = softplus(z)
+    # d softplus(z) / d dt = softplus'(z) (W3 d_out), with nn.Softplus's own beta and threshold
+    derivative = torch.ops.aten.softplus_backward(d_out @ linear.weight.T, z, softplus.beta, softplus.threshold)
+    if not self.proper_marked_intensities:  # EasyTPP: d/d dt of the summed hazard, shared equally by the marks
+        total = derivative.sum(-1, keepdim=True)
+        derivative = total.expand(*total.shape[:-1], self.num_event_types) / self.num_event_types
+    return integral_lambda, derivative
+
+
 def _replace_modules(model: nn.Module, cls_name: str, make) -> int:
     """Every submodule whose class is named `cls_name` replaced by make(module) in its parent (one replacement
     per module, so a module shared by two parents stays shared); how many."""
@@ -265,9 +291,15 @@ def fuse_sahp_decay(model: nn.Module) -> int:
         "easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay))
 
 
+def fuse_cumul_hazard(model: nn.Module) -> int:
+    return _swap_class(model, "CumulHazardFunctionNetwork", lambda: _fused_class(
+        "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork", "forward", _cumul_hazard_forward))
+
+
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
 FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states), "THP": (fuse_scaled_softplus,),
-         "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,)}
+         "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,),
+         "FullyNN": (fuse_cumul_hazard,)}
 
 
 def fuse(class_name: str, model: nn.Module) -> nn.Module:
