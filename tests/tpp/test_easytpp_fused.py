@@ -98,7 +98,7 @@ def test_decayed_hidden_equals_easytpp_in_slices(dtype, monkeypatch):
         assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
 
 
-@pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp", "fullynn"])
+@pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp", "fullynn", "odetpp"])
 def test_fused_models_equal_easytpp_likelihood_and_gradients(name, batch):
     """The fused model against EasyTPP's unchanged class built from the same seed: the same parameters (names and
     values), the project's log-likelihood and EasyTPP's loglike_loss equal within float32 rounding, and their
@@ -194,5 +194,30 @@ def test_cumul_hazard_equals_easytpp(dtype, proper, mlp_layers):
     assert torch.equal(lam_ours, lam_ref)  # EasyTPP's own operations for Lambda
     assert (lam_ref[..., 0] > 20).all() and (lam_ref[..., 1:] < 20).all()  # both of softplus' branches
     assert torch.allclose(d_ours, d_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("steps", [1, 3])
+def test_neural_ode_adjoint_equals_easytpp(dtype, steps):
+    """ODETPP's multi-step ODE (RK4 forward, adjoint RK4 backward) fused against EasyTPP's `NeuralODE`: the state
+    and the gradients of the initial state and of the MLP's parameters (EasyTPP's adjoint, quirks included)."""
+    cfg = resolved("odetpp", d_model=8, ode_num_sample_per_step=steps)
+    odes = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        model = E.build("ODETPP", cfg, K, fused=fused).model.to(dtype)
+        with torch.no_grad():  # EasyTPP's init_std 1e-4 leaves the MLP near zero: weights of order 1 instead
+            for p in model.event_model.parameters():
+                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=dtype))
+        odes.append(model.layer_neural_ode)
+    assert type(odes[0]).__name__ == "FusedNeuralODE" and type(odes[1]).__name__ == "NeuralODE"
+    z0 = torch.randn(5, 8, dtype=dtype).requires_grad_()
+    dt = torch.rand(5, 1, dtype=dtype).mul_(0.5)
+    results = [_grads(lambda: ode(z0, dt), [z0, *ode.params]) for ode in odes]
+    (z_ours,), g_ours = results[0]
+    (z_ref,), g_ref = results[1]
+    assert torch.equal(z_ours, z_ref)  # EasyTPP's own forward solve
     for a, b in zip(g_ours, g_ref):
         assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
