@@ -221,3 +221,29 @@ def test_neural_ode_adjoint_equals_easytpp(dtype, steps):
     assert torch.equal(z_ours, z_ref)  # EasyTPP's own forward solve
     for a, b in zip(g_ours, g_ref):
         assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_ode_states_at_sample_times_equal_easytpp(dtype, monkeypatch):
+    """ODETPP's one RK4 step on the grid [B, L, 1, H] x [B, L, S, 1], fused and in slices of 2 rows (the last one
+    shorter), against EasyTPP's `compute_states_at_sample_times`: states, gradients of the states and the MLP."""
+    monkeypatch.setattr(easytpp_fused, "CHUNK_FLOATS", 2 * 4 * 6 * 8)
+    cfg = resolved("odetpp", d_model=8)
+    models = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        model = E.build("ODETPP", cfg, K, fused=fused).model.to(dtype)
+        with torch.no_grad():  # weights of order 1 (EasyTPP's init_std 1e-4 leaves the MLP near zero)
+            for p in model.event_model.parameters():
+                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=dtype))
+        models.append(model)
+    assert type(models[0]).__name__ == "FusedODETPP"
+    h = torch.randn(5, 4, 8, dtype=dtype).requires_grad_()
+    dt = torch.rand(5, 4, 6, dtype=dtype).mul_(2.0)
+    results = [_grads(lambda: m.compute_states_at_sample_times(h, dt), [h, *m.event_model.parameters()])
+               for m in models]
+    (s_ours,), g_ours = results[0]
+    (s_ref,), g_ref = results[1]
+    assert torch.allclose(s_ours, s_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])

@@ -333,6 +333,70 @@ def _neural_ode_forward(self, input_state, delta_time):
                                    linears, *self.params)
 
 
+class _RK4ReluStep(torch.autograd.Function):
+    """ODETPP's one RK4 step on the sample grid (`compute_states_at_sample_times`, EasyTPP's `rk4_step_method`) for
+    f(z) = relu(z W^T + b): k1 = f(z0) once per interval, k2..k4 on the grid, z0 + dt (k1 + 2 k2 + 2 k3 + k4) / 6.
+    Slice by slice of dim 0, recomputed in the backward (only the state and its gradient cross the whole grid).
+    z0 [N, ..., 1, H], dt [N, ..., S, 1]; the offsets get no gradient (the integral's grid does not need one)."""
+
+    @staticmethod
+    def forward(ctx, z0, dt, weight, bias):
+        shape = torch.broadcast_shapes(z0.shape, dt.shape[:-1] + z0.shape[-1:])
+        out = z0.new_empty(shape)
+        for r in _rows(shape[0], math.prod(shape[1:])):
+            z, d = z0[r], dt[r]
+            k1, k2, k3, k4 = _RK4ReluStep.stages(z, d, weight, bias)[1]
+            torch.add(z, d * (k1 + k2 * 2.0 + k3 * 2.0 + k4) / 6.0, out=out[r])  # EasyTPP's operations, its order
+        ctx.save_for_backward(z0, dt, weight, bias)
+        return out
+
+    @staticmethod
+    def stages(z, d, weight, bias):
+        """The stage inputs (y1 = z0, y2, y3, y4) and slopes (k1..k4) of one RK4 step, as rk4_step_method makes them."""
+        ys, ks = [z], []
+        for i, step in enumerate((d / 2.0, d / 2.0, d, None)):
+            ks.append(torch.relu(nn.functional.linear(ys[-1], weight, bias)))
+            if step is not None:
+                ys.append(z + step * ks[-1])
+        return ys, ks
+
+    @staticmethod
+    def backward(ctx, g):
+        z0, dt, weight, bias = ctx.saved_tensors
+        g_z0 = torch.empty_like(z0)
+        g_w, g_b = torch.zeros_like(weight), torch.zeros_like(bias)
+        for r in _rows(g.size(0), math.prod(g.shape[1:])):
+            z, d, gr = z0[r], dt[r], g[r]
+            ys, ks = _RK4ReluStep.stages(z, d, weight, bias)
+            g_k = gr * d / 6.0  # d out / d k1 (k4: the same, k2 and k3: twice)
+            g_z = gr.sum_to_size(z.shape)
+            g_ks = [g_k, g_k * 2.0, g_k * 2.0, g_k]
+            for i, step in ((3, d), (2, d / 2.0), (1, d / 2.0), (0, None)):
+                g_a = torch.ops.aten.threshold_backward(g_ks[i], ks[i], 0)  # through relu: [..., S or 1, H]
+                if i == 0:
+                    g_a = g_a.sum_to_size(z.shape)  # k1 is shared by the S offsets
+                x = ys[i]
+                g_w.addmm_(g_a.reshape(-1, g_a.size(-1)).T, x.reshape(-1, x.size(-1)))
+                g_b.add_(g_a.reshape(-1, g_a.size(-1)).sum(0))
+                g_y = g_a @ weight  # dL/dy_i
+                g_z = g_z + g_y.sum_to_size(z.shape)  # y_i = z0 + step k_{i-1}
+                if step is not None:
+                    g_ks[i - 1] = g_ks[i - 1] + g_y * step
+            g_z0[r] = g_z
+        return g_z0, None, g_w, g_b
+
+
+def _ode_states_at_sample_times(self, state_ti_plus, sample_dtimes):
+    """EasyTPP ODETPP's `compute_states_at_sample_times` (ode_tpp.py lines 254-272): one RK4 step from the right
+    limits, by `_RK4ReluStep` where the ODE function is one Linear + ReLU layer, else by EasyTPP's solver."""
+    linears = relu_mlp(self.event_model)
+    z0, dt = state_ti_plus[..., None, :], sample_dtimes[..., None]  # [B, L, 1, H], [B, L, S, 1]
+    if linears is None or len(linears) != 1 or self.solver.__name__ != "rk4_step_method" or dt.requires_grad \
+            or z0.size(0) != dt.size(0):
+        return self.solver(diff_func=self.event_model, dt=dt, z0=z0)
+    return _RK4ReluStep.apply(z0, dt, linears[0].weight, linears[0].bias)
+
+
 def _replace_modules(model: nn.Module, cls_name: str, make) -> int:
     """Every submodule whose class is named `cls_name` replaced by make(module) in its parent (one replacement
     per module, so a module shared by two parents stays shared); how many."""
@@ -382,10 +446,15 @@ def fuse_neural_ode(model: nn.Module) -> int:
         "easy_tpp.model.ode_tpp", "NeuralODE", "forward", _neural_ode_forward))
 
 
+def fuse_ode_sample_states(model: nn.Module) -> int:
+    return _swap_class(model, "ODETPP", lambda: _fused_class(
+        "easy_tpp.model.ode_tpp", "ODETPP", "compute_states_at_sample_times", _ode_states_at_sample_times))
+
+
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
 FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states), "THP": (fuse_scaled_softplus,),
          "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,),
-         "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode,)}
+         "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_ode_sample_states)}
 
 
 def fuse(class_name: str, model: nn.Module) -> nn.Module:
