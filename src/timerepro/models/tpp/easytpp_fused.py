@@ -246,12 +246,12 @@ def _cumul_hazard_forward(self, hidden_states, time_delta_seqs):
     d_out = torch.ops.aten.tanh_backward(d_pre, out)  # (1 - out^2) d_pre: [..., H]
     for layer in self.module_list:
         out = torch.tanh(layer(out))
-        d_out = torch.ops.aten.tanh_backward(d_out @ layer.weight.T, out)
+        d_out = torch.ops.aten.tanh_backward(nn.functional.linear(d_out, layer.weight), out)
     linear, softplus = self.layer_dense_3
     z = linear(out)  # [..., K]
     integral_lambda = softplus(z)
     # d softplus(z) / d dt = softplus'(z) (W3 d_out), with nn.Softplus's own beta and threshold
-    derivative = torch.ops.aten.softplus_backward(d_out @ linear.weight.T, z, softplus.beta, softplus.threshold)
+    derivative = torch.ops.aten.softplus_backward(nn.functional.linear(d_out, linear.weight), z, softplus.beta, softplus.threshold)
     if not self.proper_marked_intensities:  # EasyTPP: d/d dt of the summed hazard, shared equally by the marks
         total = derivative.sum(-1, keepdim=True)
         derivative = total.expand(*total.shape[:-1], self.num_event_types) / self.num_event_types
