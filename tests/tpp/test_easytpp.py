@@ -182,8 +182,10 @@ def test_fullynn_thinning_runs_under_no_grad_only_with_the_fix(batch, records):
     """EasyTPP's own one-step prediction for FullyNN fails under no_grad (its intensity is an autograd derivative);
     the project's evaluate (no_grad) runs thinning through the wrapper's enable_grad and gives finite metrics."""
     model = _small("fullynn").eval()
+    torch.manual_seed(0)
+    easytpp = E.build("FullyNN", resolved("fullynn", **SMALL), K, fused=False).eval()  # EasyTPP's own network
     with torch.no_grad(), pytest.raises(RuntimeError):
-        model.model.predict_one_step_at_every_event(**batch.as_dict())
+        easytpp.model.predict_one_step_at_every_event(**batch.as_dict())
     m = evaluate(model, _Split(records), batch_size=4, thinning=ThinningConfig(num_exp=30))
     assert all(math.isfinite(m[k]) for k in ("loglike_per_event", "rmse", "acc"))
     assert m["n_events"] == int(batch.seq_non_pad_mask[:, 1:].sum())
@@ -223,7 +225,7 @@ def test_inter_time_stats_match_easytpp_dataset(records):
 def test_fullynn_thinning_in_slices_equals_one_call_and_bounds_the_graph(monkeypatch):
     """FullyNN's no-grad intensities are computed in slices along the sample axis so that one slice's autograd graphs
     (EasyTPP keeps a double-backward graph per query and mark) stay within FULLYNN_GRAPH_FLOATS; the values and the
-    thinning predictions are bit for bit those of one call over the whole grid (slices of >= 600 queries here)."""
+    thinning predictions are those of one call over the whole grid (slices of >= 600 queries here)."""
     torch.manual_seed(0)
     model = build_model("fullynn", {"d_model": 32, "num_mlp_layers": 3}, 5).eval()
     hidden, s = torch.randn(4, 30, 32), torch.rand(4, 30, 50) * 3  # [B, L, H], [B, L, S]
@@ -239,7 +241,8 @@ def test_fullynn_thinning_in_slices_equals_one_call_and_bounds_the_graph(monkeyp
     calls.clear()
     with torch.no_grad():
         sliced = model.intensities_at(s, hidden)
-    assert calls == [5] * 10 and torch.equal(sliced, whole)
+    # equal within float32 rounding: the fused derivative's products differ in rounding with their row count
+    assert calls == [5] * 10 and torch.allclose(sliced, whole, rtol=1e-6, atol=0.0)
     # the whole thinning prediction, sliced vs not (same generator seed)
     records = easytpp_records(hawkes_sequences(np.random.default_rng(2), 5, 4, 25, 30), 5)
     batch = collate(records, 5)

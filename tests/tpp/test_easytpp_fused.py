@@ -98,7 +98,7 @@ def test_decayed_hidden_equals_easytpp_in_slices(dtype, monkeypatch):
         assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
 
 
-@pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp"])
+@pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp", "fullynn", "odetpp"])
 def test_fused_models_equal_easytpp_likelihood_and_gradients(name, batch):
     """The fused model against EasyTPP's unchanged class built from the same seed: the same parameters (names and
     values), the project's log-likelihood and EasyTPP's loglike_loss equal within float32 rounding, and their
@@ -169,3 +169,81 @@ def test_decayed_hidden_of_an_empty_batch():
     h = decayed_hidden(c, c, c, c, torch.zeros(0, 3, 5, 1))
     h.sum().backward()
     assert h.shape == (0, 3, 5, 4) and c.grad.shape == c.shape
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("proper", [True, False])
+@pytest.mark.parametrize("mlp_layers", [1, 3])
+def test_cumul_hazard_equals_easytpp(dtype, proper, mlp_layers):
+    """FullyNN's cumulative hazard network fused (the derivative by forward mode) against EasyTPP's (one
+    double-backward graph per mark): Lambda, d Lambda / d dt, and the gradients of both with respect to the hidden
+    states and every parameter (the second derivatives the loss's backward takes), some rows above softplus' threshold."""
+    cfg = resolved("fullynn", d_model=8, num_mlp_layers=mlp_layers, proper_marked_intensities=proper)
+    nets = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        nets.append(E.build("FullyNN", cfg, K, fused=fused).model.layer_intensity.to(dtype))
+    assert type(nets[0]).__name__ == "FusedCumulHazardFunctionNetwork"
+    with torch.no_grad():
+        nets[0].layer_dense_3[0].bias[0] = nets[1].layer_dense_3[0].bias[0] = 22.0  # mark 0 linear: softplus' x > 20
+    h = torch.randn(4, 6, 8, dtype=dtype).requires_grad_()
+    dt = torch.rand(4, 6, dtype=dtype).mul_(3.0)
+    results = [_grads(lambda: net(h, dt.clone()), [h, *net.parameters()]) for net in nets]
+    (lam_ours, d_ours), g_ours = results[0]
+    (lam_ref, d_ref), g_ref = results[1]
+    assert torch.equal(lam_ours, lam_ref)  # EasyTPP's own operations for Lambda
+    assert (lam_ref[..., 0] > 20).all() and (lam_ref[..., 1:] < 20).all()  # both of softplus' branches
+    assert torch.allclose(d_ours, d_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("steps", [1, 3])
+def test_neural_ode_adjoint_equals_easytpp(dtype, steps):
+    """ODETPP's multi-step ODE (RK4 forward, adjoint RK4 backward) fused against EasyTPP's `NeuralODE`: the state
+    and the gradients of the initial state and of the MLP's parameters (EasyTPP's adjoint, quirks included)."""
+    cfg = resolved("odetpp", d_model=8, ode_num_sample_per_step=steps)
+    odes = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        model = E.build("ODETPP", cfg, K, fused=fused).model.to(dtype)
+        with torch.no_grad():  # EasyTPP's init_std 1e-4 leaves the MLP near zero: weights of order 1 instead
+            for p in model.event_model.parameters():
+                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=dtype))
+        odes.append(model.layer_neural_ode)
+    assert type(odes[0]).__name__ == "FusedNeuralODE" and type(odes[1]).__name__ == "NeuralODE"
+    z0 = torch.randn(5, 8, dtype=dtype).requires_grad_()
+    dt = torch.rand(5, 1, dtype=dtype).mul_(0.5)
+    results = [_grads(lambda: ode(z0, dt), [z0, *ode.params]) for ode in odes]
+    (z_ours,), g_ours = results[0]
+    (z_ref,), g_ref = results[1]
+    assert torch.equal(z_ours, z_ref)  # EasyTPP's own forward solve
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_ode_states_at_sample_times_equal_easytpp(dtype, monkeypatch):
+    """ODETPP's one RK4 step on the grid [B, L, 1, H] x [B, L, S, 1], fused and in slices of 2 rows (the last one
+    shorter), against EasyTPP's `compute_states_at_sample_times`: states, gradients of the states and the MLP."""
+    monkeypatch.setattr(easytpp_fused, "CHUNK_FLOATS", 2 * 4 * 6 * 8)
+    cfg = resolved("odetpp", d_model=8)
+    models = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        model = E.build("ODETPP", cfg, K, fused=fused).model.to(dtype)
+        with torch.no_grad():  # weights of order 1 (EasyTPP's init_std 1e-4 leaves the MLP near zero)
+            for p in model.event_model.parameters():
+                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=dtype))
+        models.append(model)
+    assert type(models[0]).__name__ == "FusedODETPP"
+    h = torch.randn(5, 4, 8, dtype=dtype).requires_grad_()
+    dt = torch.rand(5, 4, 6, dtype=dtype).mul_(2.0)
+    results = [_grads(lambda: m.compute_states_at_sample_times(h, dt), [h, *m.event_model.parameters()])
+               for m in models]
+    (s_ours,), g_ours = results[0]
+    (s_ref,), g_ref = results[1]
+    assert torch.allclose(s_ours, s_ref, **TOL[dtype])
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])

@@ -7,9 +7,15 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 11 |
 | `FusedNHP.get_states` (h(t) alone) | `nhp.NHP.get_states` (lines 155-169) | 1 / 1 on the grid, the rest in slices (a) |
 | `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
+| `FusedCumulHazardFunctionNetwork.forward` | `fullynn.CumulHazardFunctionNetwork.forward` (lines 45-78) | (b) |
+| `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
+| `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a) |
 
 (a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
-recomputed in the backward.
+recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluStep`).
+(b) Lambda_k(dt) by EasyTPP's operations; d Lambda_k / d dt of all K marks by forward mode (each layer's tangent
+beside its value): one graph instead of K double-backward graphs (`grad(..., create_graph=True)` per mark).
+(c) EasyTPP's adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written out (no `autograd.grad` per stage).
 
 Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
 EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
@@ -226,6 +232,177 @@ def _ct_lstm_cell_decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
     return ct_lstm_decay(c_i, c_bar_i, delta_i, o_i, dtime)
 
 
+def _cumul_hazard_forward(self, hidden_states, time_delta_seqs):
+    """EasyTPP FullyNN's `CumulHazardFunctionNetwork.forward` (fullynn.py lines 45-78): Lambda_k(dt) by its own
+    operations, and d Lambda_k / d dt for every mark k at once by forward mode (the tangent of each layer carried
+    beside its value) instead of one double-backward graph per mark; the same derivative, other summation order."""
+    for p in self.parameters():  # EasyTPP's positivity clamp, as its forward does
+        p.data = torch.clamp(p.data, min=self.params_eps)
+    H = hidden_states.size(-1)
+    t = self.layer_dense_1(time_delta_seqs.unsqueeze(dim=-1))  # [..., H]
+    out = torch.tanh(self.layer_dense_2(torch.cat([hidden_states, t], dim=-1)))  # [..., H]
+    # d t / d dt = w1 [H]; d(pre-activation of dense_2) / d dt = W2[:, H:] w1 [H]: one vector for every row
+    d_pre = self.layer_dense_2.weight[:, H:] @ self.layer_dense_1.weight[:, 0]
+    d_out = torch.ops.aten.tanh_backward(d_pre, out)  # (1 - out^2) d_pre: [..., H]
+    for layer in self.module_list:
+        out = torch.tanh(layer(out))
+        d_out = torch.ops.aten.tanh_backward(nn.functional.linear(d_out, layer.weight), out)
+    linear, softplus = self.layer_dense_3
+    z = linear(out)  # [..., K]
+    integral_lambda = softplus(z)
+    # d softplus(z) / d dt = softplus'(z) (W3 d_out), with nn.Softplus's own beta and threshold
+    derivative = torch.ops.aten.softplus_backward(nn.functional.linear(d_out, linear.weight), z, softplus.beta, softplus.threshold)
+    if not self.proper_marked_intensities:  # EasyTPP: d/d dt of the summed hazard, shared equally by the marks
+        total = derivative.sum(-1, keepdim=True)
+        derivative = total.expand(*total.shape[:-1], self.num_event_types) / self.num_event_types
+    return integral_lambda, derivative
+
+
+def relu_mlp(model: nn.Module) -> list[nn.Linear] | None:
+    """The Linear layers of EasyTPP's `DNN` when it is Linear + ReLU layers without batch norm or active dropout
+    (ODETPP's ODE function), else None (EasyTPP's own adjoint runs)."""
+    if type(model).__name__ != "DNN" or model.use_bn or (model.dropout_rate and model.training):
+        return None
+    if not all(isinstance(a, nn.ReLU) for a in model.activation_layers):
+        return None
+    return list(model.linears)
+
+
+def _mlp_vjp(linears, z, neg_a):
+    """f(z) = relu(... relu(z W_1^T + b_1) ...) and, for the cotangent neg_a, neg_a df/dz and neg_a df/d(W_i, b_i)
+    in the order of the parameters (EasyTPP's `aug_dynamics` by autograd.grad, written out). z [..., H]."""
+    acts = [z]
+    for lin in linears:
+        acts.append(torch.relu(nn.functional.linear(acts[-1], lin.weight, lin.bias)))
+    g, grads = neg_a, []
+    for i in range(len(linears) - 1, -1, -1):
+        g = torch.ops.aten.threshold_backward(g, acts[i + 1], 0)  # ReLU's backward, as autograd's
+        x = acts[i]
+        grads[:0] = [g.reshape(-1, g.size(-1)).T @ x.reshape(-1, x.size(-1)), g.reshape(-1, g.size(-1)).sum(0)]
+        g = g @ linears[i].weight
+    return acts[-1], g, grads
+
+
+class _NeuralODEAdjoint(torch.autograd.Function):
+    """EasyTPP's `NeuralODEAdjoint` (ode_tpp.py lines 18-109) for a ReLU MLP as the ODE function: the same RK4
+    solve forward, the same adjoint RK4 solve backward with the MLP's vector-Jacobian products written out (no
+    autograd.grad per stage). The parameters' adjoint, which EasyTPP's dynamics never read, is summed as one vector
+    per parameter and scaled by mean(-dt) / 6 once (EasyTPP: [B, P] states scaled per row, then averaged over B)."""
+
+    @staticmethod
+    def forward(ctx, z_init, delta_t, ode_fn, solver, num_sample_times, linears, *params):
+        ctx.linears, ctx.solver, ctx.num_sample_times = linears, solver, num_sample_times
+        delta_t = delta_t * (1.0 / num_sample_times)
+        with torch.no_grad():
+            state = z_init
+            for _ in range(num_sample_times):
+                state = solver(diff_func=ode_fn, dt=delta_t, z0=state)
+        ctx.save_for_backward(state, delta_t)
+        return state
+
+    @staticmethod
+    def backward(ctx, grad_z):
+        z, delta_t = ctx.saved_tensors
+        linears, h = ctx.linears, -delta_t  # [B, 1]: the backward solve's step
+
+        def aug(z, a):  # EasyTPP's aug_dynamics: f(z), -a df/dz, -a df/dtheta
+            return _mlp_vjp(linears, z, -a)
+
+        a = grad_z
+        theta = None
+        with torch.no_grad():
+            for _ in range(ctx.num_sample_times):  # EasyTPP's rk4_step_method on [z, a], its operations in its order
+                k1z, k1a, k1t = aug(z, a)
+                k2z, k2a, k2t = aug(z + h / 2.0 * k1z, a + h / 2.0 * k1a)
+                k3z, k3a, k3t = aug(z + h / 2.0 * k2z, a + h / 2.0 * k2a)
+                k4z, k4a, k4t = aug(z + h * k3z, a + h * k3a)
+                z = z + (k1z + 2.0 * k2z + 2.0 * k3z + k4z) * h / 6.0
+                a = a + (k1a + 2.0 * k2a + 2.0 * k3a + k4a) * h / 6.0
+                step = [t1 + 2.0 * t2 + 2.0 * t3 + t4 for t1, t2, t3, t4 in zip(k1t, k2t, k3t, k4t)]
+                theta = step if theta is None else [t + s for t, s in zip(theta, step)]
+            scale = h.mean() / 6.0  # EasyTPP: mean over the batch of theta's [B, P] state
+            grad_theta = [t * scale for t in theta]
+        return (a, None, None, None, None, None, *grad_theta)
+
+
+def _neural_ode_forward(self, input_state, delta_time):
+    """EasyTPP's `NeuralODE.forward` (ode_tpp.py lines 121-139) through `_NeuralODEAdjoint` where the ODE function
+    is a ReLU MLP whose parameters are `self.params`, else through EasyTPP's own adjoint."""
+    linears = relu_mlp(self.model)
+    ours = [p for lin in (linears or ()) for p in (lin.weight, lin.bias)]
+    if linears is None or len(ours) != len(self.params) or any(p is not q for p, q in zip(ours, self.params)):
+        from easy_tpp.model.ode_tpp import NeuralODEAdjoint
+
+        return NeuralODEAdjoint.apply(input_state, delta_time, self.model, self.solver, self.num_sample_times,
+                                      *self.params)
+    return _NeuralODEAdjoint.apply(input_state, delta_time, self.model, self.solver, self.num_sample_times,
+                                   linears, *self.params)
+
+
+class _RK4ReluStep(torch.autograd.Function):
+    """ODETPP's one RK4 step on the sample grid (`compute_states_at_sample_times`, EasyTPP's `rk4_step_method`) for
+    f(z) = relu(z W^T + b): k1 = f(z0) once per interval, k2..k4 on the grid, z0 + dt (k1 + 2 k2 + 2 k3 + k4) / 6.
+    Slice by slice of dim 0, recomputed in the backward (only the state and its gradient cross the whole grid).
+    z0 [N, ..., 1, H], dt [N, ..., S, 1]; the offsets get no gradient (the integral's grid does not need one)."""
+
+    @staticmethod
+    def forward(ctx, z0, dt, weight, bias):
+        shape = torch.broadcast_shapes(z0.shape, dt.shape[:-1] + z0.shape[-1:])
+        out = z0.new_empty(shape)
+        for r in _rows(shape[0], math.prod(shape[1:])):
+            z, d = z0[r], dt[r]
+            k1, k2, k3, k4 = _RK4ReluStep.stages(z, d, weight, bias)[1]
+            torch.add(z, d * (k1 + k2 * 2.0 + k3 * 2.0 + k4) / 6.0, out=out[r])  # EasyTPP's operations, its order
+        ctx.save_for_backward(z0, dt, weight, bias)
+        return out
+
+    @staticmethod
+    def stages(z, d, weight, bias):
+        """The stage inputs (y1 = z0, y2, y3, y4) and slopes (k1..k4) of one RK4 step, as rk4_step_method makes them."""
+        ys, ks = [z], []
+        for i, step in enumerate((d / 2.0, d / 2.0, d, None)):
+            ks.append(torch.relu(nn.functional.linear(ys[-1], weight, bias)))
+            if step is not None:
+                ys.append(z + step * ks[-1])
+        return ys, ks
+
+    @staticmethod
+    def backward(ctx, g):
+        z0, dt, weight, bias = ctx.saved_tensors
+        g_z0 = torch.empty_like(z0)
+        g_w, g_b = torch.zeros_like(weight), torch.zeros_like(bias)
+        for r in _rows(g.size(0), math.prod(g.shape[1:])):
+            z, d, gr = z0[r], dt[r], g[r]
+            ys, ks = _RK4ReluStep.stages(z, d, weight, bias)
+            g_k = gr * d / 6.0  # d out / d k1 (k4: the same, k2 and k3: twice)
+            g_z = gr.sum_to_size(z.shape)
+            g_ks = [g_k, g_k * 2.0, g_k * 2.0, g_k]
+            for i, step in ((3, d), (2, d / 2.0), (1, d / 2.0), (0, None)):
+                g_a = torch.ops.aten.threshold_backward(g_ks[i], ks[i], 0)  # through relu: [..., S or 1, H]
+                if i == 0:
+                    g_a = g_a.sum_to_size(z.shape)  # k1 is shared by the S offsets
+                x = ys[i]
+                g_w.addmm_(g_a.reshape(-1, g_a.size(-1)).T, x.reshape(-1, x.size(-1)))
+                g_b.add_(g_a.reshape(-1, g_a.size(-1)).sum(0))
+                g_y = g_a @ weight  # dL/dy_i
+                g_z = g_z + g_y.sum_to_size(z.shape)  # y_i = z0 + step k_{i-1}
+                if step is not None:
+                    g_ks[i - 1] = g_ks[i - 1] + g_y * step
+            g_z0[r] = g_z
+        return g_z0, None, g_w, g_b
+
+
+def _ode_states_at_sample_times(self, state_ti_plus, sample_dtimes):
+    """EasyTPP ODETPP's `compute_states_at_sample_times` (ode_tpp.py lines 254-272): one RK4 step from the right
+    limits, by `_RK4ReluStep` where the ODE function is one Linear + ReLU layer, else by EasyTPP's solver."""
+    linears = relu_mlp(self.event_model)
+    z0, dt = state_ti_plus[..., None, :], sample_dtimes[..., None]  # [B, L, 1, H], [B, L, S, 1]
+    if linears is None or len(linears) != 1 or self.solver.__name__ != "rk4_step_method" or dt.requires_grad \
+            or z0.size(0) != dt.size(0):
+        return self.solver(diff_func=self.event_model, dt=dt, z0=z0)
+    return _RK4ReluStep.apply(z0, dt, linears[0].weight, linears[0].bias)
+
+
 def _replace_modules(model: nn.Module, cls_name: str, make) -> int:
     """Every submodule whose class is named `cls_name` replaced by make(module) in its parent (one replacement
     per module, so a module shared by two parents stays shared); how many."""
@@ -265,9 +442,25 @@ def fuse_sahp_decay(model: nn.Module) -> int:
         "easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay))
 
 
+def fuse_cumul_hazard(model: nn.Module) -> int:
+    return _swap_class(model, "CumulHazardFunctionNetwork", lambda: _fused_class(
+        "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork", "forward", _cumul_hazard_forward))
+
+
+def fuse_neural_ode(model: nn.Module) -> int:
+    return _swap_class(model, "NeuralODE", lambda: _fused_class(
+        "easy_tpp.model.ode_tpp", "NeuralODE", "forward", _neural_ode_forward))
+
+
+def fuse_ode_sample_states(model: nn.Module) -> int:
+    return _swap_class(model, "ODETPP", lambda: _fused_class(
+        "easy_tpp.model.ode_tpp", "ODETPP", "compute_states_at_sample_times", _ode_states_at_sample_times))
+
+
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
 FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states), "THP": (fuse_scaled_softplus,),
-         "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,)}
+         "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,),
+         "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_ode_sample_states)}
 
 
 def fuse(class_name: str, model: nn.Module) -> nn.Module:
