@@ -153,6 +153,7 @@ class Timings:
     """What a bounded run measured: its training batches (timed) and its bounded passes (`BOUNDED`)."""
 
     batches: int
+    part_rows: int = 16  # rows of its first batch a `Bounded.part` pass runs (PART_ROWS, `--part-rows`)
     train: list[float] = field(default_factory=list)  # wall seconds of each timed training batch
     train_cpu: list[float] = field(default_factory=list)  # CPU seconds (all threads) of each
     train_per_epoch: int | None = None
@@ -191,7 +192,7 @@ class RehearsalContext:
 
     def nested(self, config: dict, directory: Path) -> "RehearsalContext":
         """A nested run's context (node classification's backbone): its batches timed apart (`Timings.backbone`)."""
-        self.timings.backbone = Timings(self.timings.batches)
+        self.timings.backbone = Timings(self.timings.batches, self.timings.part_rows)
         sub = RehearsalContext(config, directory, self.device, self.timings.backbone)
         sub.memory = self.memory
         return sub
@@ -255,6 +256,8 @@ class Bounded:
 
 
 PART_ROWS = 16  # rows of a batch a `Bounded.part` pass runs; its seconds x the batch's rows / these: an upper bound
+# (fewer with `--part-rows` where 16 rows of one batch take minutes: FullyNN's thinning on StackOverflow; the bound
+# is looser, the batch's fixed part counted batch_rows / rows times)
 
 
 def _tpp_part(seqs, size: int, rows: int):
@@ -332,7 +335,7 @@ def _bounded_pass(b: Bounded, original: Callable, timings: Timings) -> Callable:
 
         warm, rows = 0.0, {}
         if b.part is not None:  # PART_ROWS rows of the first batch, a warm-up of them first on the first pass
-            rows = {"rows": min(PART_ROWS, size, n), "batch_rows": min(size, n)}
+            rows = {"rows": min(target.part_rows, size, n), "batch_rows": min(size, n)}
 
             def part(items):
                 return b.part(items, size, rows["rows"])
@@ -424,7 +427,7 @@ def _figures(t: Timings, strategies_key: str | None, config: dict) -> dict:
 
 
 def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: str = "paper",
-             shared: dict | None = None) -> dict:
+             shared: dict | None = None, part_rows: int = PART_ROWS) -> dict:
     """Run `shape`'s widest config, bounded, in this process; return its rehearsal record. `shared`: the set-up
     measured once for the shape's data in this process ({"seconds", "what"}), added to the shape's set-up."""
     import torch
@@ -435,7 +438,7 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
 
     dev = pick_device(device)
     config = shape.config(standin)
-    timings = Timings(batches=batches)
+    timings = Timings(batches=batches, part_rows=part_rows)
     record = {**_record_head(shape, batches, dev), "run_id": config["run_id"], "config": config,
               "torch": torch.__version__, "load_average": [_load_average()]}
     runner = get_task(config["task"])
@@ -686,6 +689,9 @@ def add_subcommand(sub) -> None:
     p.add_argument("--batches", type=int, default=3,
                    help="training batches timed per shape, the first a warm-up; a function's first evaluation pass "
                         "runs as many, each later pass one")
+    p.add_argument("--part-rows", type=_positive, default=PART_ROWS,
+                   help=f"rows of its first batch a point-process evaluation pass runs, scaled up to the batch "
+                        f"(default {PART_ROWS}; fewer where those take minutes: a looser upper bound)")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1")
     p.add_argument("--standin", default="paper", help="the stand-in size rehearsed on (default: paper; smoke in tests)")
     p.add_argument("--redo", action="store_true", help="rehearse again shapes with a record on this device type")
@@ -694,6 +700,16 @@ def add_subcommand(sub) -> None:
     p.add_argument("--list", action="store_true", help="list the shapes and whether they have a record, then exit")
     p.add_argument("--results", type=Path, help="results folder (default: the project's)")
     p.set_defaults(func=_cmd)
+
+
+def _positive(text: str) -> int:
+    """An argument that must be a whole number >= 1 (argparse's type: a clear error otherwise)."""
+    import argparse
+
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def pair_of(shape: dict) -> str:
@@ -810,7 +826,7 @@ def _cmd(args) -> int:
                     break
                 done += 1
                 rec = rehearse_in_fork(s, timeout_s=args.shape_timeout_s, batches=args.batches, device=args.device,
-                                       standin=standin, shared=setup)
+                                       standin=standin, shared=setup, part_rows=args.part_rows)
                 if rec is None:
                     print(f"[{done}/{len(todo)}] {s.id} {s.name}: past {args.shape_timeout_s:.0f} s, stopped "
                           "(nothing recorded)", file=sys.stderr, flush=True)

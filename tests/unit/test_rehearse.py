@@ -144,6 +144,39 @@ def test_a_partial_pass_runs_rows_of_one_batch_with_its_longest_and_prices_the_w
     assert rehearse._pass_per_batch(first) == pytest.approx(first["seconds"] * 64 / rehearse.PART_ROWS)
 
 
+def test_fewer_part_rows_run_fewer_rows_and_price_the_whole_batch():
+    """`--part-rows 4` (FullyNN's thinning on StackOverflow: 16 rows of one batch ran past the shape timeout): the
+    pass runs 4 rows of its first batch, the longest among them, and prices the batch as x batch_rows / 4."""
+    import argparse
+
+    import numpy as np
+
+    from timerepro.data.tpp import EventSequences
+
+    lengths = np.array([3] * 10 + [9] + [2] * 89)
+    ptr = np.concatenate([[0], np.cumsum(lengths)])
+    n = int(ptr[-1])
+    seqs = EventSequences(ptr, np.arange(n, dtype=float), np.ones(n), np.zeros(n, dtype=np.int64), np.arange(100))
+    seen = []
+
+    def evaluate(seqs, batch_size):
+        seen.append(seqs)
+        return {"n": len(seqs)}
+
+    b = rehearse.Bounded("m", "evaluate", ("seqs",), lambda a: int(a["batch_size"]), part=rehearse._tpp_part)
+    timings = rehearse.Timings(batches=3, part_rows=4)
+    assert rehearse._bounded_pass(b, evaluate, timings)(seqs, batch_size=64) == {"n": 4}
+    assert list(seen[-1].seq_idx) == [0, 1, 2, 10]  # the first three and the batch's longest
+    (p,) = timings.passes
+    assert p["rows"] == 4 and p["batch_rows"] == 64
+    assert rehearse._pass_per_batch(p) == pytest.approx(p["seconds"] * 64 / 4)
+    parser = argparse.ArgumentParser()
+    rehearse.add_subcommand(parser.add_subparsers())
+    assert parser.parse_args(["rehearse", "--part-rows", "4"]).part_rows == 4
+    with pytest.raises(SystemExit):  # argparse's clear error: "--part-rows: must be at least 1, got 0"
+        parser.parse_args(["rehearse", "--part-rows", "0"])
+
+
 def test_a_task_without_batch_hooks_rehearses_one_whole_epoch(reg, monkeypatch):
     shape = _smoke_shape(reg, "sequence_classification")
     rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
