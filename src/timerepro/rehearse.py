@@ -37,6 +37,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import resource
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -442,6 +443,7 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
     record = {**_record_head(shape, batches, dev), "run_id": config["run_id"], "config": config,
               "torch": torch.__version__, "load_average": [_load_average()]}
     runner = get_task(config["task"])
+    children = _children_peak_mb()
     memory = PeakMemory().start(dev)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as tmp:
@@ -465,6 +467,10 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
         record.update(setup_shared_s=round(shared_s, 3), setup_shared=shared["what"])
     record["wall_s"] = round(wall + shared_s, 3)
     record["peak_rss_mb"] = round(memory.peak_mb(), 1)
+    child = _children_peak_mb()
+    if child > children:  # a process the run spawned and waited for (sequence_cost measures in one): the job holds
+        # both, the run's own memory while its child peaks
+        record.update(peak_child_rss_mb=round(child, 1), peak_rss_mb=round(memory.peak_mb() + child, 1))
     gpu = memory.peak_gpu_mb()
     record["peak_gpu_mb"] = None if gpu is None else round(gpu, 1)
     levels = [t for t in (timings, timings.backbone) if t is not None]
@@ -488,6 +494,11 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
     else:  # no epochs (statistics, cost probes): the run is its cost
         record.update(kind="run", once_s=round(wall + shared_s, 3))
     return record
+
+
+def _children_peak_mb() -> float:
+    """The largest peak resident set of this process's waited-for children so far (0 in a fresh fork)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0  # Linux: kilobytes
 
 
 def _load_average() -> float | None:

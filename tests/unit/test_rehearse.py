@@ -184,6 +184,25 @@ def test_a_task_without_batch_hooks_rehearses_one_whole_epoch(reg, monkeypatch):
     assert rec["kind"] == "epoch" and rec["epoch_s"] > 0 and rec["once_s"] >= 0
 
 
+def test_a_child_process_the_run_waits_for_counts_in_its_peak(reg, monkeypatch):
+    """sequence_cost measures its step in a spawned process: the job holds that child's memory beside its own, so the
+    record's peak adds the child's (here a child that writes 200 MB)."""
+    import subprocess
+    import sys
+
+    from timerepro.tasks import sequence_cost
+
+    def measure_isolated(config, device="cpu", threads=None):
+        subprocess.run([sys.executable, "-c", "b = b'x' * (200 * 2**20)"], check=True)
+        return {}
+
+    monkeypatch.setattr(sequence_cost, "measure_isolated", measure_isolated)
+    rec = rehearse.rehearse_in_fork(_smoke_shape(reg, "sequence_cost"), batches=1, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
+    assert rec["kind"] == "run" and rec["peak_child_rss_mb"] > 200
+    assert rec["peak_rss_mb"] > rec["peak_child_rss_mb"]
+
+
 def test_shapes_of_one_dataset_share_its_loading_in_one_process(standin_root, tmp_path):
     """The command rehearses the shapes of one dataset in forks of one process that loaded the data once: every
     record carries that one measurement in its set-up. (A process of its own, as a user runs it: a fork of a process
