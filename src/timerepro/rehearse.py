@@ -49,7 +49,8 @@ from timerepro.memory import PeakMemory
 
 # what changes a run's cost per batch besides task, model and data
 COST_KEYS = ("batch_size", "eval_batch_size", "num_neighbors", "max_input_sequence_length", "sequence_length",
-             "seq_len", "pred_len", "walk_length", "time_span", "num_exp")
+             "seq_len", "pred_len", "walk_length", "time_span", "num_exp",
+             "input_mode")  # N-TIDIGITS18 raw: a step per event (up to ~14 k); binned: one per 100 events
 BATCH_KEYS = ("batch_size", "eval_batch_size")  # a sibling of another batch size is priced by scaling its batch counts
 # widths: a shape's rehearsed run is its widest (the product of these), an upper bound for the others
 WIDTH_KEYS = ("d_model", "d_ch", "hidden", "memory_dim", "embedding_dim", "d_T", "num_layers", "e_layers", "d_ff",

@@ -23,6 +23,19 @@ def test_every_paper_run_belongs_to_exactly_one_shape(reg):
         assert {rehearse.shape_id(rehearse.shape_of(r.config)) for r in s.runs} == {s.id}
 
 
+def test_raw_and_binned_event_sequences_are_shapes_apart(reg):
+    """N-TIDIGITS18 raw runs a step per event, binned one per frame of 100: one shape would price the binned runs
+    (1,000 epochs) at the raw runs' batches, or the raw ones at the binned ones'; neither bounds the other."""
+    from timerepro.estimate import sibling_gaps
+
+    tidigits = [s for s in rehearse.shapes(reg, "paper") if s.name == "event_classification/lstm/ntidigits18"]
+    modes = {s.shape["input_mode"]: s for s in tidigits}
+    assert set(modes) == {"raw", "binned"} and len(tidigits) == 2
+    assert all(r.config["input_mode"] == mode for mode, s in modes.items() for r in s.runs)
+    raw = {"config": modes["raw"].config(), "shape": modes["raw"].shape}
+    assert sibling_gaps(raw, modes["binned"].runs[0].config) == ["input_mode binned where it ran raw"]
+
+
 def test_a_shape_rehearses_its_widest_run_for_one_epoch_on_the_paper_stand_in(reg):
     s = next(s for s in rehearse.shapes(reg, "paper") if s.shape["task"] == "link_prediction"
              and len({rehearse._width(r.config) for r in s.runs}) > 1)
