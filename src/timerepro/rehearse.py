@@ -255,6 +255,8 @@ class Bounded:
     nested: bool = False  # it runs in the nested run (node classification's backbone)
     part: Callable[[Any, int, int], Any] | None = None  # (items, batch size, rows) -> `rows` of the first batch,
     # the costliest of it among them: for a pass whose one batch takes minutes on a CPU (the point processes' thinning)
+    cut_args: Callable[[dict, int], dict] | None = None  # (arguments, n) -> them with the first n items, where
+    # another argument follows the items (next item's candidates: one row per target of the sequences kept)
 
 
 PART_ROWS = 16  # rows of a batch a `Bounded.part` pass runs; its seconds x the batch's rows / these: an upper bound
@@ -293,6 +295,13 @@ def _forecast_batch(a: dict) -> int:  # forecasting.evaluate's own rule: at most
 _LP_EVALUATE = Bounded("timerepro.tasks.link_prediction.loop", "evaluate", ("idx",), lambda a: int(a["batch_size"]))
 # the final test passes: `evaluate_pass` (a part's positives kept for its passes under the other samplers)
 _LP_FINAL = Bounded(_LP_EVALUATE.module, "evaluate_pass", ("idx",), _LP_EVALUATE.batch)
+def _next_item_cut(a: dict, n: int) -> dict:
+    """next_item.evaluate's arguments for its first n test sequences: their candidate rows, one per target (a
+    sequence has one target, `eval_positions` last, or one per step, all), in test order."""
+    rows = sum(len(s["targets"]) for s in a["test"][:n])
+    return {**a, "test": a["test"][:n], "candidates": a["candidates"][:rows]}
+
+
 # task -> its bounded passes
 BOUNDED = {
     "link_prediction": (_LP_EVALUATE, _LP_FINAL),
@@ -307,6 +316,10 @@ BOUNDED = {
     # the test accuracy after every epoch: Event-MNIST's 10,000 sequences (N-TIDIGITS18's up to 14 k events) whole
     "event_classification": (Bounded("timerepro.tasks.event_classification", "accuracy", ("seqs", "labels"),
                                      lambda a: int(a["batch_size"])),),
+    # every epoch: every test sequence ranked, then every training sequence's held-out item (Last.fm 1K: TimeLSTM's
+    # step loop over 992 sequences of up to 199 items ran past 480 s)
+    "next_item": (Bounded("timerepro.tasks.next_item", "evaluate", ("test",), lambda a: int(a["bs"]),
+                          cut_args=_next_item_cut),),
 }
 
 
@@ -335,6 +348,13 @@ def _bounded_pass(b: Bounded, original: Callable, timings: Timings) -> Callable:
             target.started(start)
             return original(**{**a, **{name: cut(a[name]) for name in b.items}}), time.perf_counter() - start
 
+        def call_first(k: int):  # the first k items (`Bounded.cut`, or `cut_args` of every argument)
+            if b.cut_args is None:
+                return call(lambda items: b.cut(items, k))
+            start = time.perf_counter()
+            target.started(start)
+            return original(**b.cut_args(a, k)), time.perf_counter() - start
+
         warm, rows = 0.0, {}
         if b.part is not None:  # PART_ROWS rows of the first batch, a warm-up of them first on the first pass
             rows = {"rows": min(target.part_rows, size, n), "batch_rows": min(size, n)}
@@ -349,9 +369,9 @@ def _bounded_pass(b: Bounded, original: Callable, timings: Timings) -> Callable:
         else:
             want = min(full, target.batches if first else 1)
             if want > 1:  # warm-up batch apart
-                _, warm = call(lambda items: b.cut(items, size))
+                _, warm = call_first(size)
                 want -= 1
-            out, seconds = call(lambda items: b.cut(items, want * size))
+            out, seconds = call_first(want * size)
         target.passes.append({"name": b.function, "batches": full, "timed": want, "seconds": seconds,
                               "warmup_s": warm, "in_epoch": target.in_fit, **rows})
         return b.pad(out, n) if b.pad else out

@@ -255,3 +255,24 @@ def test_event_classification_bounds_its_test_accuracy_every_epoch(reg, standin_
     assert rec["status"] == "ok", rec.get("traceback")
     passes = [p for p in rec["eval_passes"] if p["name"] == "accuracy"]
     assert passes and all(p["in_epoch"] and p["batches"] >= p["timed"] >= 1 for p in passes)
+
+
+def test_next_item_bounds_its_ranking_of_every_test_and_held_out_sequence(reg, standin_root, monkeypatch):
+    """next_item's `evaluate` (every epoch, test then held-out items, not through ctx) ran whole: TimeLSTM on the
+    Last.fm 1K stand-in ran past 480 s; now its first batches run (the candidates cut with their sequences)."""
+    shape = _smoke_shape(reg, "next_item")
+    monkeypatch.setenv("TIMEREPRO_DATA", str(standin_root(shape.shape["dataset"])))
+    rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
+    passes = [p for p in rec["eval_passes"] if p["name"] == "evaluate"]
+    assert passes and all(p["in_epoch"] and p["batches"] >= p["timed"] >= 1 for p in passes)
+
+
+def test_next_item_cut_keeps_each_kept_sequences_candidate_rows():
+    import numpy as np
+
+    test = [{"targets": np.array([4])}, {"targets": np.array([1, 2, 3])}, {"targets": np.array([5, 6])}]
+    cand = np.arange(6 * 2 * 3).reshape(6, 2, 3)  # (targets, repeats, k)
+    a = rehearse._next_item_cut({"test": test, "candidates": cand, "bs": 64}, 2)
+    assert len(a["test"]) == 2 and a["bs"] == 64
+    np.testing.assert_array_equal(a["candidates"], cand[:4])  # 1 + 3 targets
