@@ -648,6 +648,14 @@ def _failed(shape: Shape, batches: int, device: str, error: str) -> dict:
             "wall_s": None, "peak_rss_mb": None, "peak_gpu_mb": None}
 
 
+def _kill_group(pid: int) -> None:
+    """SIGKILL the fork `pid` and every process of its group (what it started and did not wait for yet)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        os.kill(pid, signal.SIGKILL)
+
+
 def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) -> dict | None:
     """`rehearse(shape, **kwargs)` in a fork of this process (its memory, caches and peak its own; the data of
     `SharedData` inherited); None when it ran past `timeout_s` (killed, nothing recorded: a later call tries again).
@@ -661,6 +669,7 @@ def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) 
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller
         code = 1
+        os.setpgid(0, 0)  # a group of its own: a timeout kills the processes it started too (sequence_cost's step)
         try:
             atomic_write_json(out, rehearse(shape, **kwargs), durable=False)
             code = 0
@@ -670,6 +679,8 @@ def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) 
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
+    with contextlib.suppress(OSError):  # the same from this side (whichever runs first)
+        os.setpgid(pid, pid)
     deadline = None if not timeout_s else time.monotonic() + timeout_s
     try:
         while True:
@@ -677,7 +688,7 @@ def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) 
             if done:
                 break
             if deadline is not None and time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
+                _kill_group(pid)
                 os.waitpid(pid, 0)
                 return None
             time.sleep(0.2)
@@ -685,7 +696,7 @@ def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) 
         rec = read_json(Path(out)) if code == 0 and os.path.getsize(out) else None
     except BaseException:
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
+            _kill_group(pid)
             os.waitpid(pid, 0)
         raise
     finally:

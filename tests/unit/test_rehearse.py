@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -276,3 +277,33 @@ def test_next_item_cut_keeps_each_kept_sequences_candidate_rows():
     a = rehearse._next_item_cut({"test": test, "candidates": cand, "bs": 64}, 2)
     assert len(a["test"]) == 2 and a["bs"] == 64
     np.testing.assert_array_equal(a["candidates"], cand[:4])  # 1 + 3 targets
+
+
+def test_a_timeout_kills_the_processes_the_run_started(reg, monkeypatch, tmp_path):
+    """sequence_cost's step runs in a spawned process: DyG-Mamba at L = 2048 ran past the shape timeout, the fork was
+    killed and its child ran on. The fork is a process group, killed whole."""
+    import subprocess
+    import sys
+    import time
+
+    from timerepro.tasks import sequence_cost
+
+    pid_file = tmp_path / "child.pid"
+
+    def measure_isolated(config, device="cpu", threads=None):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        pid_file.write_text(str(child.pid))
+        child.wait()
+        return {}
+
+    monkeypatch.setattr(sequence_cost, "measure_isolated", measure_isolated)
+    shape = _smoke_shape(reg, "sequence_cost")
+    assert rehearse.rehearse_in_fork(shape, timeout_s=5, batches=1, device="cpu", standin="smoke") is None
+    pid = int(pid_file.read_text())
+    for _ in range(50):  # killed: gone, or a zombie until init reaps it
+        status = Path(f"/proc/{pid}/status")
+        if not status.exists() or "zombie" in status.read_text():
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the run's child {pid} outlived the timeout")
