@@ -37,6 +37,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import resource
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -48,7 +49,8 @@ from timerepro.memory import PeakMemory
 
 # what changes a run's cost per batch besides task, model and data
 COST_KEYS = ("batch_size", "eval_batch_size", "num_neighbors", "max_input_sequence_length", "sequence_length",
-             "seq_len", "pred_len", "walk_length", "time_span", "num_exp")
+             "seq_len", "pred_len", "walk_length", "time_span", "num_exp",
+             "input_mode")  # N-TIDIGITS18 raw: a step per event (up to ~14 k); binned: one per 100 events
 BATCH_KEYS = ("batch_size", "eval_batch_size")  # a sibling of another batch size is priced by scaling its batch counts
 # widths: a shape's rehearsed run is its widest (the product of these), an upper bound for the others
 WIDTH_KEYS = ("d_model", "d_ch", "hidden", "memory_dim", "embedding_dim", "d_T", "num_layers", "e_layers", "d_ff",
@@ -153,6 +155,7 @@ class Timings:
     """What a bounded run measured: its training batches (timed) and its bounded passes (`BOUNDED`)."""
 
     batches: int
+    part_rows: int = 16  # rows of its first batch a `Bounded.part` pass runs (PART_ROWS, `--part-rows`)
     train: list[float] = field(default_factory=list)  # wall seconds of each timed training batch
     train_cpu: list[float] = field(default_factory=list)  # CPU seconds (all threads) of each
     train_per_epoch: int | None = None
@@ -191,7 +194,7 @@ class RehearsalContext:
 
     def nested(self, config: dict, directory: Path) -> "RehearsalContext":
         """A nested run's context (node classification's backbone): its batches timed apart (`Timings.backbone`)."""
-        self.timings.backbone = Timings(self.timings.batches)
+        self.timings.backbone = Timings(self.timings.batches, self.timings.part_rows)
         sub = RehearsalContext(config, directory, self.device, self.timings.backbone)
         sub.memory = self.memory
         return sub
@@ -252,9 +255,13 @@ class Bounded:
     nested: bool = False  # it runs in the nested run (node classification's backbone)
     part: Callable[[Any, int, int], Any] | None = None  # (items, batch size, rows) -> `rows` of the first batch,
     # the costliest of it among them: for a pass whose one batch takes minutes on a CPU (the point processes' thinning)
+    cut_args: Callable[[dict, int], dict] | None = None  # (arguments, n) -> them with the first n items, where
+    # another argument follows the items (next item's candidates: one row per target of the sequences kept)
 
 
 PART_ROWS = 16  # rows of a batch a `Bounded.part` pass runs; its seconds x the batch's rows / these: an upper bound
+# (fewer with `--part-rows` where 16 rows of one batch take minutes: FullyNN's thinning on StackOverflow; the bound
+# is looser, the batch's fixed part counted batch_rows / rows times)
 
 
 def _tpp_part(seqs, size: int, rows: int):
@@ -288,6 +295,13 @@ def _forecast_batch(a: dict) -> int:  # forecasting.evaluate's own rule: at most
 _LP_EVALUATE = Bounded("timerepro.tasks.link_prediction.loop", "evaluate", ("idx",), lambda a: int(a["batch_size"]))
 # the final test passes: `evaluate_pass` (a part's positives kept for its passes under the other samplers)
 _LP_FINAL = Bounded(_LP_EVALUATE.module, "evaluate_pass", ("idx",), _LP_EVALUATE.batch)
+def _next_item_cut(a: dict, n: int) -> dict:
+    """next_item.evaluate's arguments for its first n test sequences: their candidate rows, one per target (a
+    sequence has one target, `eval_positions` last, or one per step, all), in test order."""
+    rows = sum(len(s["targets"]) for s in a["test"][:n])
+    return {**a, "test": a["test"][:n], "candidates": a["candidates"][:rows]}
+
+
 # task -> its bounded passes
 BOUNDED = {
     "link_prediction": (_LP_EVALUATE, _LP_FINAL),
@@ -302,6 +316,10 @@ BOUNDED = {
     # the test accuracy after every epoch: Event-MNIST's 10,000 sequences (N-TIDIGITS18's up to 14 k events) whole
     "event_classification": (Bounded("timerepro.tasks.event_classification", "accuracy", ("seqs", "labels"),
                                      lambda a: int(a["batch_size"])),),
+    # every epoch: every test sequence ranked, then every training sequence's held-out item (Last.fm 1K: TimeLSTM's
+    # step loop over 992 sequences of up to 199 items ran past 480 s)
+    "next_item": (Bounded("timerepro.tasks.next_item", "evaluate", ("test",), lambda a: int(a["bs"]),
+                          cut_args=_next_item_cut),),
 }
 
 
@@ -330,9 +348,16 @@ def _bounded_pass(b: Bounded, original: Callable, timings: Timings) -> Callable:
             target.started(start)
             return original(**{**a, **{name: cut(a[name]) for name in b.items}}), time.perf_counter() - start
 
+        def call_first(k: int):  # the first k items (`Bounded.cut`, or `cut_args` of every argument)
+            if b.cut_args is None:
+                return call(lambda items: b.cut(items, k))
+            start = time.perf_counter()
+            target.started(start)
+            return original(**b.cut_args(a, k)), time.perf_counter() - start
+
         warm, rows = 0.0, {}
         if b.part is not None:  # PART_ROWS rows of the first batch, a warm-up of them first on the first pass
-            rows = {"rows": min(PART_ROWS, size, n), "batch_rows": min(size, n)}
+            rows = {"rows": min(target.part_rows, size, n), "batch_rows": min(size, n)}
 
             def part(items):
                 return b.part(items, size, rows["rows"])
@@ -344,9 +369,9 @@ def _bounded_pass(b: Bounded, original: Callable, timings: Timings) -> Callable:
         else:
             want = min(full, target.batches if first else 1)
             if want > 1:  # warm-up batch apart
-                _, warm = call(lambda items: b.cut(items, size))
+                _, warm = call_first(size)
                 want -= 1
-            out, seconds = call(lambda items: b.cut(items, want * size))
+            out, seconds = call_first(want * size)
         target.passes.append({"name": b.function, "batches": full, "timed": want, "seconds": seconds,
                               "warmup_s": warm, "in_epoch": target.in_fit, **rows})
         return b.pad(out, n) if b.pad else out
@@ -424,7 +449,7 @@ def _figures(t: Timings, strategies_key: str | None, config: dict) -> dict:
 
 
 def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: str = "paper",
-             shared: dict | None = None) -> dict:
+             shared: dict | None = None, part_rows: int = PART_ROWS) -> dict:
     """Run `shape`'s widest config, bounded, in this process; return its rehearsal record. `shared`: the set-up
     measured once for the shape's data in this process ({"seconds", "what"}), added to the shape's set-up."""
     import torch
@@ -435,10 +460,11 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
 
     dev = pick_device(device)
     config = shape.config(standin)
-    timings = Timings(batches=batches)
+    timings = Timings(batches=batches, part_rows=part_rows)
     record = {**_record_head(shape, batches, dev), "run_id": config["run_id"], "config": config,
               "torch": torch.__version__, "load_average": [_load_average()]}
     runner = get_task(config["task"])
+    children = _children_peak_mb()
     memory = PeakMemory().start(dev)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as tmp:
@@ -462,6 +488,10 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
         record.update(setup_shared_s=round(shared_s, 3), setup_shared=shared["what"])
     record["wall_s"] = round(wall + shared_s, 3)
     record["peak_rss_mb"] = round(memory.peak_mb(), 1)
+    child = _children_peak_mb()
+    if child > children:  # a process the run spawned and waited for (sequence_cost measures in one): the job holds
+        # both, the run's own memory while its child peaks
+        record.update(peak_child_rss_mb=round(child, 1), peak_rss_mb=round(memory.peak_mb() + child, 1))
     gpu = memory.peak_gpu_mb()
     record["peak_gpu_mb"] = None if gpu is None else round(gpu, 1)
     levels = [t for t in (timings, timings.backbone) if t is not None]
@@ -485,6 +515,11 @@ def rehearse(shape: Shape, *, batches: int = 3, device: str = "auto", standin: s
     else:  # no epochs (statistics, cost probes): the run is its cost
         record.update(kind="run", once_s=round(wall + shared_s, 3))
     return record
+
+
+def _children_peak_mb() -> float:
+    """The largest peak resident set of this process's waited-for children so far (0 in a fresh fork)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0  # Linux: kilobytes
 
 
 def _load_average() -> float | None:
@@ -613,6 +648,14 @@ def _failed(shape: Shape, batches: int, device: str, error: str) -> dict:
             "wall_s": None, "peak_rss_mb": None, "peak_gpu_mb": None}
 
 
+def _kill_group(pid: int) -> None:
+    """SIGKILL the fork `pid` and every process of its group (what it started and did not wait for yet)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        os.kill(pid, signal.SIGKILL)
+
+
 def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) -> dict | None:
     """`rehearse(shape, **kwargs)` in a fork of this process (its memory, caches and peak its own; the data of
     `SharedData` inherited); None when it ran past `timeout_s` (killed, nothing recorded: a later call tries again).
@@ -626,6 +669,7 @@ def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) 
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller
         code = 1
+        os.setpgid(0, 0)  # a group of its own: a timeout kills the processes it started too (sequence_cost's step)
         try:
             atomic_write_json(out, rehearse(shape, **kwargs), durable=False)
             code = 0
@@ -635,6 +679,8 @@ def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) 
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
+    with contextlib.suppress(OSError):  # the same from this side (whichever runs first)
+        os.setpgid(pid, pid)
     deadline = None if not timeout_s else time.monotonic() + timeout_s
     try:
         while True:
@@ -642,7 +688,7 @@ def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) 
             if done:
                 break
             if deadline is not None and time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
+                _kill_group(pid)
                 os.waitpid(pid, 0)
                 return None
             time.sleep(0.2)
@@ -650,7 +696,7 @@ def rehearse_in_fork(shape: Shape, *, timeout_s: float | None = None, **kwargs) 
         rec = read_json(Path(out)) if code == 0 and os.path.getsize(out) else None
     except BaseException:
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
+            _kill_group(pid)
             os.waitpid(pid, 0)
         raise
     finally:
@@ -686,6 +732,9 @@ def add_subcommand(sub) -> None:
     p.add_argument("--batches", type=int, default=3,
                    help="training batches timed per shape, the first a warm-up; a function's first evaluation pass "
                         "runs as many, each later pass one")
+    p.add_argument("--part-rows", type=_positive, default=PART_ROWS,
+                   help=f"rows of its first batch a point-process evaluation pass runs, scaled up to the batch "
+                        f"(default {PART_ROWS}; fewer where those take minutes: a looser upper bound)")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda, cuda:1")
     p.add_argument("--standin", default="paper", help="the stand-in size rehearsed on (default: paper; smoke in tests)")
     p.add_argument("--redo", action="store_true", help="rehearse again shapes with a record on this device type")
@@ -694,6 +743,16 @@ def add_subcommand(sub) -> None:
     p.add_argument("--list", action="store_true", help="list the shapes and whether they have a record, then exit")
     p.add_argument("--results", type=Path, help="results folder (default: the project's)")
     p.set_defaults(func=_cmd)
+
+
+def _positive(text: str) -> int:
+    """An argument that must be a whole number >= 1 (argparse's type: a clear error otherwise)."""
+    import argparse
+
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def pair_of(shape: dict) -> str:
@@ -810,7 +869,7 @@ def _cmd(args) -> int:
                     break
                 done += 1
                 rec = rehearse_in_fork(s, timeout_s=args.shape_timeout_s, batches=args.batches, device=args.device,
-                                       standin=standin, shared=setup)
+                                       standin=standin, shared=setup, part_rows=args.part_rows)
                 if rec is None:
                     print(f"[{done}/{len(todo)}] {s.id} {s.name}: past {args.shape_timeout_s:.0f} s, stopped "
                           "(nothing recorded)", file=sys.stderr, flush=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,19 @@ def test_every_paper_run_belongs_to_exactly_one_shape(reg):
     assert len(ids) == len(set(ids)) == sum(len(j.runs) for j in reg.jobs("paper"))
     for s in all_shapes:
         assert {rehearse.shape_id(rehearse.shape_of(r.config)) for r in s.runs} == {s.id}
+
+
+def test_raw_and_binned_event_sequences_are_shapes_apart(reg):
+    """N-TIDIGITS18 raw runs a step per event, binned one per frame of 100: one shape would price the binned runs
+    (1,000 epochs) at the raw runs' batches, or the raw ones at the binned ones'; neither bounds the other."""
+    from timerepro.estimate import sibling_gaps
+
+    tidigits = [s for s in rehearse.shapes(reg, "paper") if s.name == "event_classification/lstm/ntidigits18"]
+    modes = {s.shape["input_mode"]: s for s in tidigits}
+    assert set(modes) == {"raw", "binned"} and len(tidigits) == 2
+    assert all(r.config["input_mode"] == mode for mode, s in modes.items() for r in s.runs)
+    raw = {"config": modes["raw"].config(), "shape": modes["raw"].shape}
+    assert sibling_gaps(raw, modes["binned"].runs[0].config) == ["input_mode binned where it ran raw"]
 
 
 def test_a_shape_rehearses_its_widest_run_for_one_epoch_on_the_paper_stand_in(reg):
@@ -144,11 +158,63 @@ def test_a_partial_pass_runs_rows_of_one_batch_with_its_longest_and_prices_the_w
     assert rehearse._pass_per_batch(first) == pytest.approx(first["seconds"] * 64 / rehearse.PART_ROWS)
 
 
+def test_fewer_part_rows_run_fewer_rows_and_price_the_whole_batch():
+    """`--part-rows 4` (FullyNN's thinning on StackOverflow: 16 rows of one batch ran past the shape timeout): the
+    pass runs 4 rows of its first batch, the longest among them, and prices the batch as x batch_rows / 4."""
+    import argparse
+
+    import numpy as np
+
+    from timerepro.data.tpp import EventSequences
+
+    lengths = np.array([3] * 10 + [9] + [2] * 89)
+    ptr = np.concatenate([[0], np.cumsum(lengths)])
+    n = int(ptr[-1])
+    seqs = EventSequences(ptr, np.arange(n, dtype=float), np.ones(n), np.zeros(n, dtype=np.int64), np.arange(100))
+    seen = []
+
+    def evaluate(seqs, batch_size):
+        seen.append(seqs)
+        return {"n": len(seqs)}
+
+    b = rehearse.Bounded("m", "evaluate", ("seqs",), lambda a: int(a["batch_size"]), part=rehearse._tpp_part)
+    timings = rehearse.Timings(batches=3, part_rows=4)
+    assert rehearse._bounded_pass(b, evaluate, timings)(seqs, batch_size=64) == {"n": 4}
+    assert list(seen[-1].seq_idx) == [0, 1, 2, 10]  # the first three and the batch's longest
+    (p,) = timings.passes
+    assert p["rows"] == 4 and p["batch_rows"] == 64
+    assert rehearse._pass_per_batch(p) == pytest.approx(p["seconds"] * 64 / 4)
+    parser = argparse.ArgumentParser()
+    rehearse.add_subcommand(parser.add_subparsers())
+    assert parser.parse_args(["rehearse", "--part-rows", "4"]).part_rows == 4
+    with pytest.raises(SystemExit):  # argparse's clear error: "--part-rows: must be at least 1, got 0"
+        parser.parse_args(["rehearse", "--part-rows", "0"])
+
+
 def test_a_task_without_batch_hooks_rehearses_one_whole_epoch(reg, monkeypatch):
     shape = _smoke_shape(reg, "sequence_classification")
     rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
     assert rec["status"] == "ok", rec.get("traceback")
     assert rec["kind"] == "epoch" and rec["epoch_s"] > 0 and rec["once_s"] >= 0
+
+
+def test_a_child_process_the_run_waits_for_counts_in_its_peak(reg, monkeypatch):
+    """sequence_cost measures its step in a spawned process: the job holds that child's memory beside its own, so the
+    record's peak adds the child's (here a child that writes 200 MB)."""
+    import subprocess
+    import sys
+
+    from timerepro.tasks import sequence_cost
+
+    def measure_isolated(config, device="cpu", threads=None):
+        subprocess.run([sys.executable, "-c", "b = b'x' * (200 * 2**20)"], check=True)
+        return {}
+
+    monkeypatch.setattr(sequence_cost, "measure_isolated", measure_isolated)
+    rec = rehearse.rehearse_in_fork(_smoke_shape(reg, "sequence_cost"), batches=1, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
+    assert rec["kind"] == "run" and rec["peak_child_rss_mb"] > 200
+    assert rec["peak_rss_mb"] > rec["peak_child_rss_mb"]
 
 
 def test_shapes_of_one_dataset_share_its_loading_in_one_process(standin_root, tmp_path):
@@ -190,3 +256,54 @@ def test_event_classification_bounds_its_test_accuracy_every_epoch(reg, standin_
     assert rec["status"] == "ok", rec.get("traceback")
     passes = [p for p in rec["eval_passes"] if p["name"] == "accuracy"]
     assert passes and all(p["in_epoch"] and p["batches"] >= p["timed"] >= 1 for p in passes)
+
+
+def test_next_item_bounds_its_ranking_of_every_test_and_held_out_sequence(reg, standin_root, monkeypatch):
+    """next_item's `evaluate` (every epoch, test then held-out items, not through ctx) ran whole: TimeLSTM on the
+    Last.fm 1K stand-in ran past 480 s; now its first batches run (the candidates cut with their sequences)."""
+    shape = _smoke_shape(reg, "next_item")
+    monkeypatch.setenv("TIMEREPRO_DATA", str(standin_root(shape.shape["dataset"])))
+    rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
+    passes = [p for p in rec["eval_passes"] if p["name"] == "evaluate"]
+    assert passes and all(p["in_epoch"] and p["batches"] >= p["timed"] >= 1 for p in passes)
+
+
+def test_next_item_cut_keeps_each_kept_sequences_candidate_rows():
+    import numpy as np
+
+    test = [{"targets": np.array([4])}, {"targets": np.array([1, 2, 3])}, {"targets": np.array([5, 6])}]
+    cand = np.arange(6 * 2 * 3).reshape(6, 2, 3)  # (targets, repeats, k)
+    a = rehearse._next_item_cut({"test": test, "candidates": cand, "bs": 64}, 2)
+    assert len(a["test"]) == 2 and a["bs"] == 64
+    np.testing.assert_array_equal(a["candidates"], cand[:4])  # 1 + 3 targets
+
+
+def test_a_timeout_kills_the_processes_the_run_started(reg, monkeypatch, tmp_path):
+    """sequence_cost's step runs in a spawned process: DyG-Mamba at L = 2048 ran past the shape timeout, the fork was
+    killed and its child ran on. The fork is a process group, killed whole."""
+    import subprocess
+    import sys
+    import time
+
+    from timerepro.tasks import sequence_cost
+
+    pid_file = tmp_path / "child.pid"
+
+    def measure_isolated(config, device="cpu", threads=None):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        pid_file.write_text(str(child.pid))
+        child.wait()
+        return {}
+
+    monkeypatch.setattr(sequence_cost, "measure_isolated", measure_isolated)
+    shape = _smoke_shape(reg, "sequence_cost")
+    assert rehearse.rehearse_in_fork(shape, timeout_s=5, batches=1, device="cpu", standin="smoke") is None
+    pid = int(pid_file.read_text())
+    for _ in range(50):  # killed: gone, or a zombie until init reaps it
+        status = Path(f"/proc/{pid}/status")
+        if not status.exists() or "zombie" in status.read_text():
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the run's child {pid} outlived the timeout")
