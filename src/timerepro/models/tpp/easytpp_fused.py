@@ -24,6 +24,7 @@ EasyTPP's modules); not bitwise (other summation orders in the gradients' reduct
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 from torch import nn
@@ -77,6 +78,16 @@ class FusedScaledSoftplus(nn.Module):
         return _ScaledSoftplus.apply(x, self.log_beta, self.threshold)
 
 
+
+def decay_grads(g_e, amp, rate, dt, shape, need_rate: bool, need_dt: bool):
+    """Gradients of amp * exp(-rate * dt) given g_e = upstream gradient * exp(-rate * dt): amp's, rate's (None unless
+    need_rate) and dt's (None unless need_dt); amp and rate are constant along the summed (broadcast) dims, so amp
+    multiplies rate's gradient after the sum."""
+    g_amp = g_e.sum_to_size(shape)
+    g_rate = (g_e * dt).sum_to_size(shape).mul_(amp).neg_() if need_rate else None
+    g_dt = -(g_e * (amp * rate)).sum_to_size(dt.shape) if need_dt else None
+    return g_amp, g_rate, g_dt
+
 class _CTLSTMDecay(torch.autograd.Function):
     """NHP's Eq. (7): c(t) = c_bar + (c - c_bar) exp(-delta dt), h(t) = o tanh(c(t)); c, c_bar, delta, o of one
     shape [..., 1 or S, H], dt broadcasting against them ([..., S, 1]). Returns (c(t), h(t))."""
@@ -98,13 +109,7 @@ class _CTLSTMDecay(torch.autograd.Function):
         g = None if g_h is None else torch.ops.aten.tanh_backward(g_h * o, tanh_c)  # dL/dc(t) through h(t)
         if g_c is not None:
             g = g_c.expand_as(e).clone() if g is None else g.add_(g_c)
-        g_e = g * e
-        g_dc = g_e.sum_to_size(shape)
-        g_delta = g_dt = None
-        if ctx.needs_input_grad[2]:  # dc is constant along the summed (broadcast) dims: multiplied after the sum
-            g_delta = (g_e * dt).sum_to_size(shape).mul_(dc).neg_()
-        if ctx.needs_input_grad[4]:
-            g_dt = -(g_e * (dc * delta)).sum_to_size(dt.shape)
+        g_dc, g_delta, g_dt = decay_grads(g * e, dc, delta, dt, shape, ctx.needs_input_grad[2], ctx.needs_input_grad[4])
         g_o = None if g_h is None else (g_h * tanh_c).sum_to_size(shape)
         return g_dc, g.sum_to_size(shape) - g_dc, g_delta, g_o, g_dt
 
@@ -186,13 +191,7 @@ class _ExpDecay(torch.autograd.Function):
     def backward(ctx, g):
         e, d, gamma, dt = ctx.saved_tensors
         shape = d.shape
-        g_e = g * e
-        g_d = g_e.sum_to_size(shape)
-        g_gamma = g_dt = None
-        if ctx.needs_input_grad[2]:  # d is constant along the summed (broadcast) dims: multiplied after the sum
-            g_gamma = (g_e * dt).sum_to_size(shape).mul_(d).neg_()
-        if ctx.needs_input_grad[3]:
-            g_dt = -(g_e * (d * gamma)).sum_to_size(dt.shape)
+        g_d, g_gamma, g_dt = decay_grads(g * e, d, gamma, dt, shape, ctx.needs_input_grad[2], ctx.needs_input_grad[3])
         return g.sum_to_size(shape) - g_d, g_d, g_gamma, g_dt
 
 
@@ -251,7 +250,8 @@ def _cumul_hazard_forward(self, hidden_states, time_delta_seqs):
     z = linear(out)  # [..., K]
     integral_lambda = softplus(z)
     # d softplus(z) / d dt = softplus'(z) (W3 d_out), with nn.Softplus's own beta and threshold
-    derivative = torch.ops.aten.softplus_backward(nn.functional.linear(d_out, linear.weight), z, softplus.beta, softplus.threshold)
+    derivative = torch.ops.aten.softplus_backward(nn.functional.linear(d_out, linear.weight), z,
+                                                  softplus.beta, softplus.threshold)
     if not self.proper_marked_intensities:  # EasyTPP: d/d dt of the summed hazard, shared equally by the marks
         total = derivative.sum(-1, keepdim=True)
         derivative = total.expand(*total.shape[:-1], self.num_event_types) / self.num_event_types
@@ -428,33 +428,24 @@ def _swap_class(model: nn.Module, name: str, make) -> int:
     return len(found)
 
 
-def fuse_ct_lstm_decay(model: nn.Module) -> int:
-    return _swap_class(model, "ContTimeLSTMCell", lambda: _fused_class(
-        "easy_tpp.model.nhp", "ContTimeLSTMCell", "decay", _ct_lstm_cell_decay))
+def _method_swap(name: str, module: str, cls: str, method: str, impl) -> Callable[[nn.Module], int]:
+    """A replacement `name`: every `cls` (EasyTPP's `module`) in a model becomes a subclass whose `method` is `impl`."""
+    def swap(model: nn.Module) -> int:
+        return _swap_class(model, cls, lambda: _fused_class(module, cls, method, impl))
+    swap.__name__ = swap.__qualname__ = name
+    return swap
 
 
-def fuse_nhp_get_states(model: nn.Module) -> int:
-    return _swap_class(model, "NHP", lambda: _fused_class("easy_tpp.model.nhp", "NHP", "get_states", _nhp_get_states))
-
-
-def fuse_sahp_decay(model: nn.Module) -> int:
-    return _swap_class(model, "SAHP", lambda: _fused_class(
-        "easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay))
-
-
-def fuse_cumul_hazard(model: nn.Module) -> int:
-    return _swap_class(model, "CumulHazardFunctionNetwork", lambda: _fused_class(
-        "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork", "forward", _cumul_hazard_forward))
-
-
-def fuse_neural_ode(model: nn.Module) -> int:
-    return _swap_class(model, "NeuralODE", lambda: _fused_class(
-        "easy_tpp.model.ode_tpp", "NeuralODE", "forward", _neural_ode_forward))
-
-
-def fuse_ode_sample_states(model: nn.Module) -> int:
-    return _swap_class(model, "ODETPP", lambda: _fused_class(
-        "easy_tpp.model.ode_tpp", "ODETPP", "compute_states_at_sample_times", _ode_states_at_sample_times))
+fuse_ct_lstm_decay = _method_swap("fuse_ct_lstm_decay", "easy_tpp.model.nhp", "ContTimeLSTMCell", "decay",
+                                  _ct_lstm_cell_decay)
+fuse_nhp_get_states = _method_swap("fuse_nhp_get_states", "easy_tpp.model.nhp", "NHP", "get_states", _nhp_get_states)
+fuse_sahp_decay = _method_swap("fuse_sahp_decay", "easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay)
+fuse_cumul_hazard = _method_swap("fuse_cumul_hazard", "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork",
+                                 "forward", _cumul_hazard_forward)
+fuse_neural_ode = _method_swap("fuse_neural_ode", "easy_tpp.model.ode_tpp", "NeuralODE", "forward",
+                               _neural_ode_forward)
+fuse_ode_sample_states = _method_swap("fuse_ode_sample_states", "easy_tpp.model.ode_tpp", "ODETPP",
+                                      "compute_states_at_sample_times", _ode_states_at_sample_times)
 
 
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
