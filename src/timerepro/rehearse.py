@@ -1,9 +1,10 @@
 """Paper scale rehearsed before it is paid for: every distinct job shape runs a few batches on its paper-size stand-in.
 
 A shape is what sets a run's cost per batch: task, model, data, and the parameters in COST_KEYS (batch sizes,
-neighbours, sequence lengths); of a shape's runs the widest (WIDTH_KEYS) is rehearsed, so its figures bound the
-others'. The rehearsal runs the task's own `run(config, ctx)` as `timerepro run-job` does, on the dataset's
-paper-size stand-in (`standins.PAPER_GRAPHS` ...), with one epoch (and one backbone epoch), and bounds it:
+neighbours, sequence lengths, as its model's `variant` sets them); of a shape's runs the widest (WIDTH_KEYS) is
+rehearsed, so its figures bound the others'. The rehearsal runs the task's own `run(config, ctx)` as `timerepro
+run-job` does, on the dataset's paper-size stand-in (`standins.PAPER_GRAPHS` ...), with one epoch (and one backbone
+epoch), and bounds it:
 * a training loop through `ctx.progress(...)` (every task with batches: link prediction, node classification and its
   backbone, point processes, forecasting, next item, event classification) runs its first `batches` batches, each
   timed (wall and CPU seconds), the first a warm-up left out of the median, and says how many an epoch has;
@@ -65,7 +66,12 @@ FORMAT = "rehearsal/1"
 
 
 def shape_of(config: dict) -> dict:
-    """The cost-setting part of a config (see the module docstring)."""
+    """The cost-setting part of a config (see the module docstring), with its model's `variant` set over it, as the
+    run runs it (`tasks.effective.with_variant`: vanilla Mamba's `time_span` false, not the declared default true).
+    The tables that only fill unset keys (dataset defaults, history lengths) are in the shape as their entries."""
+    from timerepro.tasks.effective import with_variant
+
+    config = with_variant(config)
     shape = {"task": config["task"], "model": config.get("model")}
     for k in DATA_KEYS:
         if k in config:

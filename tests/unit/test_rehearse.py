@@ -37,6 +37,34 @@ def test_raw_and_binned_event_sequences_are_shapes_apart(reg):
     assert sibling_gaps(raw, modes["binned"].runs[0].config) == ["input_mode binned where it ran raw"]
 
 
+def test_a_shape_holds_the_cost_keys_its_variant_sets(reg):
+    """DyG-Mamba's vanilla Mamba and w/o Time-span variants set `time_span` false over the declared true: their
+    shape says false (apart from the time-span runs); a variant that sets no cost key keeps the id it had."""
+    from timerepro.estimate import sibling_gaps
+
+    by_variant = {r.config["variant"]: r for r in reg.runs("paper", paper="dyg_mamba")  # Enron, Table 5 and Figure 1
+                  if r.experiment in ("lp_dyg_mamba", "lp_dyg_mamba_variants", "fig1_vmamba")
+                  and r.config.get("dataset") == "enron"}
+    assert {"dyg_mamba", "wo_time_span", "wo_selective", "vanilla_mamba"} <= set(by_variant)
+
+    def declared(r) -> dict:  # the shape of the declared config alone (what the shape was before the variant)
+        return rehearse.shape_of({k: v for k, v in r.config.items() if k not in ("variant", "variants")})
+
+    for name in ("vanilla_mamba", "wo_time_span"):
+        shape = rehearse.shape_of(by_variant[name].config)
+        assert shape["time_span"] is False and shape == {**declared(by_variant[name]), "time_span": False}
+    for name in ("dyg_mamba", "wo_selective"):
+        assert rehearse.shape_of(by_variant[name].config) == declared(by_variant[name])
+    ids = {name: rehearse.shape_id(rehearse.shape_of(r.config)) for name, r in by_variant.items()}
+    assert ids["wo_time_span"] != ids["dyg_mamba"] == ids["wo_selective"]
+    # the lengths aside (256 each on Enron), a time-span-false rehearsal bounds Figure 1's vanilla Mamba run
+    off = next(s for s in rehearse.shapes(reg, "paper") if s.id == ids["wo_time_span"])
+    assert sibling_gaps({"config": off.config(), "shape": off.shape}, by_variant["vanilla_mamba"].config) == []
+    on = next(s for s in rehearse.shapes(reg, "paper") if s.id == ids["dyg_mamba"])
+    assert sibling_gaps({"config": on.config(), "shape": on.shape}, by_variant["vanilla_mamba"].config) == [
+        "time_span False where it ran True"]
+
+
 def test_a_shape_rehearses_its_widest_run_for_one_epoch_on_the_paper_stand_in(reg):
     s = next(s for s in rehearse.shapes(reg, "paper") if s.shape["task"] == "link_prediction"
              and len({rehearse._width(r.config) for r in s.runs}) > 1)
