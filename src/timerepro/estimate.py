@@ -159,6 +159,7 @@ class RunEstimate:
     gpu: bool
     peak_mb: float | None
     note: str = ""
+    lower_bound: bool = False  # priced from training batches timed early on a history model (`rehearse.early_timed`)
 
 
 def cost_parts(record: dict) -> tuple[float, float, int]:
@@ -331,12 +332,18 @@ def estimate_rehearsed(run, rec: dict) -> RunEstimate:
     if rec["status"] != "ok":
         return RunEstimate(run.paper, run.run_id, NONE, None, gpu, None,
                            f"rehearsal of {rec['name']} failed: {rec.get('error', '?')[:160]}")
+    from timerepro.rehearse import early_timed
+
     basis = GPU_REHEARSAL if rec["device_type"] == "cuda" else CPU_REHEARSAL
     seconds = rehearsed_seconds(rec, run.config)
     note = f"{basis} of {rec['name']} ({rec['kind']}, {rec['device']})"
     if gpu and basis == CPU_REHEARSAL:
         note += "; measured on CPU for a GPU run"
-    return RunEstimate(run.paper, run.run_id, basis, seconds * units / 3600, gpu, rec.get("peak_rss_mb"), note)
+    early = early_timed(rec)
+    if early:
+        note += "; training timed at the epoch's start: a lower bound"
+    return RunEstimate(run.paper, run.run_id, basis, seconds * units / 3600, gpu, rec.get("peak_rss_mb"), note,
+                       lower_bound=early)
 
 
 @dataclass
@@ -541,6 +548,12 @@ def format_plan(p: Plan, scale: str) -> str:
             lines.append("-" * len(head))
         lines.append(row([col.cell(a) for col in view.columns]))
     lines += ["", view.how]
+    early = sum(r.lower_bound for r in p.unique_runs.values())
+    if early:
+        lines.append(f"Lower bounds: {early} runs are priced from rehearsals that timed their training batches at the "
+                     "epoch's start (before `train_at`), on models whose cost per batch grows with the history they "
+                     "read (DyGFormer's family, DyG-Mamba, CAWN): their training part is low; `timerepro rehearse "
+                     "--missing` rehearses them again at the epoch's end.")
     notes: dict[str, int] = {}
     for r in p.unique_runs.values():
         if view.noted(r):

@@ -252,3 +252,16 @@ def test_passes_are_priced_each_by_its_own_batches_and_a_backbone_by_its_epochs(
     untrained = {"kind": "batches", "setup_s": 5.0, "rest_s": 2.0, "trains": False,
                  "eval_passes": [{"in_epoch": False, "batches": 30, "per_batch_s": 1.0}]}
     assert estimate.rehearsed_seconds(untrained, c) == pytest.approx(5.0 + 2.0 + 30.0)  # EdgeBank: evaluated once
+
+
+def test_an_early_timed_history_model_is_priced_as_a_lower_bound_and_said(reg, tmp_path):
+    run = next(r for r in reg.runs("paper", paper="dyg_mamba")
+               if r.config["task"] == "link_prediction" and r.config["model"] == "dyg_mamba")
+    rec = write_rehearsal(tmp_path, run)
+    assert "train_at" not in rec  # written as before `train_at` existed
+    early = estimate.estimate_rehearsed(run, rec)
+    assert early.lower_bound and "a lower bound" in early.note
+    late = estimate.estimate_rehearsed(run, {**rec, "train_at": "end"})
+    assert not late.lower_bound and late.hours == early.hours
+    p = estimate.plan(reg, "paper", paper="dyg_mamba", results=tmp_path)
+    assert "Lower bounds: " in estimate.format_plan(p, "paper")

@@ -335,3 +335,22 @@ def test_a_timeout_kills_the_processes_the_run_started(reg, monkeypatch, tmp_pat
         time.sleep(0.1)
     else:
         raise AssertionError(f"the run's child {pid} outlived the timeout")
+
+
+def test_training_batches_are_timed_at_the_epochs_end_where_history_is_longest():
+    """A stream's batch costs more late in the epoch (more history to pack): `_bounded` times the batches before the
+    last (which may be partial), passing over the earlier ones without running the loop's body."""
+    timings = rehearse.Timings(batches=3)
+    ctx = rehearse.RehearsalContext({"run_id": "r"}, Path("."), "cpu", timings)
+    ran = [i for i in ctx.progress(range(100), desc="epoch 0", total=100)]
+    assert ran == [96, 97, 98] and timings.train_per_epoch == 100 and len(timings.train) == 3
+    short = rehearse.Timings(batches=3)
+    ran = list(rehearse.RehearsalContext({"run_id": "r"}, Path("."), "cpu", short).progress(range(2), total=2))
+    assert ran == [0, 1]  # an epoch shorter than the batches: all of it
+
+
+def test_a_history_models_record_timed_at_the_start_is_a_lower_bound_and_rehearsed_again():
+    old = {"kind": "batches", "shape": {"task": "link_prediction", "model": "dyg_mamba"}, "train_batch_s": 6.0}
+    assert rehearse.early_timed(old)
+    assert not rehearse.early_timed({**old, "train_at": rehearse.TRAIN_AT})
+    assert not rehearse.early_timed({**old, "shape": {"task": "link_prediction", "model": "tgn"}})  # cost flat in history
