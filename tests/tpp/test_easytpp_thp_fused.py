@@ -1,6 +1,10 @@
-"""THP's attention (`fuse_attention`) and NHP's h(t) backward through h / o, in easytpp_fused, against EasyTPP's
-own modules: THP's bitwise, NHP's within float rounding."""
+"""THP's replacements in easytpp_fused (the attention, the Eq. 6 states on the grid) and NHP's h(t) backward through
+h / o, against EasyTPP's own modules: THP's values bitwise, NHP's within float rounding."""
 
+import copy
+import pickle
+
+import numpy as np
 import pytest
 import torch
 
@@ -9,9 +13,12 @@ pytest.importorskip("easy_tpp")
 from easy_tpp.model.baselayer import MultiHeadAttention  # noqa: E402
 from easy_tpp.model.nhp import ContTimeLSTMCell  # noqa: E402
 
+from timerepro.data.standins import easytpp_records, hawkes_sequences  # noqa: E402
 from timerepro.models.tpp import easytpp as E  # noqa: E402
 from timerepro.models.tpp import easytpp_fused  # noqa: E402
 from timerepro.models.tpp.easytpp_fused import decayed_hidden  # noqa: E402
+from timerepro.tpp import collate  # noqa: E402
+from timerepro.tpp.likelihood import log_likelihood  # noqa: E402
 
 from .conftest import resolved  # noqa: E402
 from .test_easytpp_fused import TOL, _grads  # noqa: E402
@@ -106,3 +113,42 @@ def test_decayed_hidden_tanh_from_output(dtype, o_zero):
     assert torch.allclose(h_ours, h_ref, **TOL[dtype])
     for a, b in zip(g_ours, g_ref):
         assert torch.isfinite(a).all() and torch.allclose(a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("S", [6, 1])  # the integral's grid and the events' intensities
+def test_thp_states_at_sample_times_equal_easytpp(dtype, S):
+    """THP's Eq. (6) states fused (`fuse_thp_states`) against EasyTPP's `compute_states_at_sample_times`: values
+    bitwise, the gradients of the hidden states, decay, base and the intensity layer within float rounding; offsets
+    that need a gradient take EasyTPP's expression."""
+    cfg = resolved("thp", d_model=8, time_emb_size=4, num_layers=1, num_heads=2)
+    models = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        models.append(E.build("THP", cfg, K, fused=fused).model.to(dtype))
+    assert type(models[0]).__name__ == "FusedTHP"
+    h = torch.randn(5, 4, 8, dtype=dtype).requires_grad_()
+    s = torch.rand(5, 4, S, dtype=dtype) * 3.0
+    head = ("factor_intensity", "layer_intensity_hidden")
+    results = [_grads(lambda: m.compute_states_at_sample_times(h, s),
+                      [h, *(p for n, p in m.named_parameters() if n.startswith(head))]) for m in models]
+    (x_ours,), g_ours = results[0]
+    (x_ref,), g_ref = results[1]
+    assert x_ours.shape == (5, 4, S, K) and torch.equal(x_ours, x_ref) and len(g_ours) == 5
+    for a, b in zip(g_ours, g_ref):
+        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+    s.requires_grad_()
+    y = models[0].compute_states_at_sample_times(h, s)
+    assert torch.equal(y, x_ref) and y.grad_fn.name() == "AddBackward0"
+
+
+def test_fused_thp_copies_and_pickles():
+    """Deep copies and pickles (checkpoints, best-epoch copies) of a fused THP keep its fused classes and values."""
+    batch = collate(easytpp_records(hawkes_sequences(np.random.default_rng(5), K, 5, 2, 9), K), K)
+    torch.manual_seed(0)
+    model = E.build("THP", resolved("thp", d_model=8, num_heads=2), K).eval()
+    with torch.no_grad():
+        want = log_likelihood(model, batch).total
+        for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+            assert {"FusedTHP", "FusedMultiHeadAttention"} <= {type(m).__name__ for m in other.modules()}
+            assert torch.equal(log_likelihood(other, batch).total, want)

@@ -10,12 +10,18 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedCumulHazardFunctionNetwork.forward` | `fullynn.CumulHazardFunctionNetwork.forward` (lines 45-78) | (b) |
 | `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
 | `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a) |
+| `FusedMultiHeadAttention.forward` (`_MaskedAttention`) | `baselayer.MultiHeadAttention.forward`, `attention` (lines 7-17, 58-79) | (d) |
+| `FusedTHP.compute_states_at_sample_times` (`_AffineInTime`) | `thp.THP.compute_states_at_sample_times` (lines 146-172) | 3 / 3 instead of 3 / 5 |
 
 (a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
-recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluStep`).
+recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluStep`). NHP's tanh(c(t)) comes back in
+the backward as h / o (h is kept anyway) instead of a second tanh on the grid.
 (b) Lambda_k(dt) by EasyTPP's operations; d Lambda_k / d dt of all K marks by forward mode (each layer's tangent
 beside its value): one graph instead of K double-backward graphs (`grad(..., create_graph=True)` per mark).
 (c) EasyTPP's adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written out (no `autograd.grad` per stage).
+(d) THP's attention with the heads folded into bmm's batch dim on contiguous operands, its backward written out:
+bitwise EasyTPP's values and gradients (tests/tpp/test_easytpp_thp_fused.py); EasyTPP's own forward under active
+dropout.
 
 Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
 EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
@@ -509,13 +515,46 @@ def _mha_forward(self, query, key, value, mask, output_weight=False):
     return self.linears[-1](x) if self.output_linear else x
 
 
+class _AffineInTime(torch.autograd.Function):
+    """THP's Eq. (6) states on the sample grid, decay * s + c + base (EasyTPP's operations in its order: bitwise its
+    values), in one node whose backward reduces the gradient once per operand (c: over the offsets; base: from c's;
+    decay: as autograd) instead of autograd's chain of broadcast adds and products.
+    decay, base [1, 1, 1, K], s [B, L, S, 1] (no gradient), c [B, L, 1, K] -> [B, L, S, K]."""
+
+    @staticmethod
+    def forward(ctx, decay, s, c, base):
+        ctx.save_for_backward(s)
+        return (decay * s + c).add_(base)
+
+    @staticmethod
+    def backward(ctx, g):
+        (s,) = ctx.saved_tensors
+        K = g.size(-1)
+        g_c = g.sum(dim=2, keepdim=True)  # [B, L, 1, K]
+        g_decay = (g * s).sum_to_size(1, 1, 1, K)  # (one mm over the 10^5 terms lost digits)
+        return g_decay, None, g_c, g_c.sum_to_size(1, 1, 1, K)
+
+
+def _thp_states_at_sample_times(self, event_states, sample_dtimes):
+    """EasyTPP THP's `compute_states_at_sample_times` (thp.py lines 146-172) by `_AffineInTime` where the offsets
+    need no gradient, else EasyTPP's expression."""
+    decay, base = self.factor_intensity_decay[None, None, ...], self.factor_intensity_base[None, None, ...]
+    s = sample_dtimes[..., None]  # [B, L, S, 1]
+    c = self.layer_intensity_hidden(event_states[:, :, None, :])  # [B, L, 1, K]
+    if s.requires_grad or s.dim() != 4 or s.shape[:2] != c.shape[:2]:
+        return decay * s + c + base
+    return _AffineInTime.apply(decay, s, c, base)
+
+
 fuse_attention = _method_swap("fuse_attention", "easy_tpp.model.baselayer", "MultiHeadAttention", "forward",
                               _mha_forward)
+fuse_thp_states = _method_swap("fuse_thp_states", "easy_tpp.model.thp", "THP", "compute_states_at_sample_times",
+                                _thp_states_at_sample_times)
 
 
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
 FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states),
-         "THP": (fuse_scaled_softplus, fuse_attention),
+         "THP": (fuse_scaled_softplus, fuse_attention, fuse_thp_states),
          "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,),
          "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_ode_sample_states)}
 
