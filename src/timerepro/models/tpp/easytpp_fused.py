@@ -11,7 +11,7 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
 | `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a) |
 | `FusedMultiHeadAttention.forward` (`_MaskedAttention`) | `baselayer.MultiHeadAttention.forward`, `attention` (lines 7-17, 58-79) | (d) |
-| `FusedTHP.compute_states_at_sample_times` (`_AffineInTime`) | `thp.THP.compute_states_at_sample_times` (lines 146-172) | 3 / 3 instead of 3 / 5 |
+| `FusedTHP.compute_states_at_sample_times` (`_AffineInTime`) | `thp.THP.compute_states_at_sample_times` (lines 146-172) | 3 / 4 instead of 3 / 5, bitwise |
 
 (a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
 recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluStep`). NHP's tanh(c(t)) comes back in
@@ -517,8 +517,8 @@ def _mha_forward(self, query, key, value, mask, output_weight=False):
 
 class _AffineInTime(torch.autograd.Function):
     """THP's Eq. (6) states on the sample grid, decay * s + c + base (EasyTPP's operations in its order: bitwise its
-    values), in one node whose backward reduces the gradient once per operand (c: over the offsets; base: from c's;
-    decay: as autograd) instead of autograd's chain of broadcast adds and products.
+    values), in one node: its backward reduces the gradient once per operand with autograd's own reductions (bitwise
+    its gradients) without autograd's chain of broadcast adds and products.
     decay, base [1, 1, 1, K], s [B, L, S, 1] (no gradient), c [B, L, 1, K] -> [B, L, S, K]."""
 
     @staticmethod
@@ -532,7 +532,7 @@ class _AffineInTime(torch.autograd.Function):
         K = g.size(-1)
         g_c = g.sum(dim=2, keepdim=True)  # [B, L, 1, K]
         g_decay = (g * s).sum_to_size(1, 1, 1, K)  # (one mm over the 10^5 terms lost digits)
-        return g_decay, None, g_c, g_c.sum_to_size(1, 1, 1, K)
+        return g_decay, None, g_c, g.sum_to_size(1, 1, 1, K)
 
 
 def _thp_states_at_sample_times(self, event_states, sample_dtimes):
