@@ -10,12 +10,18 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedCumulHazardFunctionNetwork.forward` | `fullynn.CumulHazardFunctionNetwork.forward` (lines 45-78) | (b) |
 | `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
 | `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a) |
+| `FusedMultiHeadAttention.forward` (`_MaskedAttention`) | `baselayer.MultiHeadAttention.forward`, `attention` (lines 7-17, 58-79) | (d) |
+| `FusedTHP.compute_states_at_sample_times` (`_AffineInTime`) | `thp.THP.compute_states_at_sample_times` (lines 146-172) | 3 / 4 instead of 3 / 5, bitwise |
 
 (a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
-recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluStep`).
+recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluStep`). NHP's tanh(c(t)) comes back in
+the backward as h / o (h is kept anyway) instead of a second tanh on the grid.
 (b) Lambda_k(dt) by EasyTPP's operations; d Lambda_k / d dt of all K marks by forward mode (each layer's tangent
 beside its value): one graph instead of K double-backward graphs (`grad(..., create_graph=True)` per mark).
 (c) EasyTPP's adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written out (no `autograd.grad` per stage).
+(d) THP's attention with the heads folded into bmm's batch dim on contiguous operands, its backward written out:
+bitwise EasyTPP's values and gradients (tests/tpp/test_easytpp_thp_fused.py); EasyTPP's own forward under active
+dropout.
 
 Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
 EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
@@ -115,6 +121,7 @@ class _CTLSTMDecay(torch.autograd.Function):
 
 
 CHUNK_FLOATS = 1 << 15  # a slice of the grid per step of `_DecayedHidden`: its temporaries stay in the CPU's cache
+O_FLOOR = 1e-20  # `_DecayedHidden`: tanh(c(t)) as h / o where every |o| is at least this (NHP: o = sigmoid, above 0)
 
 
 def _rows(n: int, row_floats: int) -> list[slice]:
@@ -125,6 +132,8 @@ def _rows(n: int, row_floats: int) -> list[slice]:
 class _DecayedHidden(torch.autograd.Function):
     """h(t) = o tanh(c_bar + (c - c_bar) exp(-delta dt)) alone (NHP's `get_states`), slice by slice of dim 0 and
     recomputed in the backward: only h(t) and its gradient cross the whole grid, the rest stays in the cache.
+    tanh(c(t)) comes back in the backward as h / o (h is kept anyway: the intensity layer's input) instead of a
+    second tanh on the grid, unless some o is below O_FLOOR (h / o would lose its digits there).
     c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1]."""
 
     @staticmethod
@@ -136,18 +145,19 @@ class _DecayedHidden(torch.autograd.Function):
         for r in _rows(shape[0], math.prod(shape[1:])):
             c_t = torch.addcmul(c_bar[r], dc[r], torch.exp(neg_delta[r] * dt[r]))
             torch.mul(o[r], c_t.tanh_(), out=h[r])
-        ctx.save_for_backward(c_bar, dc, delta, o, dt)
+        ctx.save_for_backward(c_bar, dc, delta, o, dt, h)
         return h
 
     @staticmethod
     def backward(ctx, g_h):
-        c_bar, dc, delta, o, dt = ctx.saved_tensors
+        c_bar, dc, delta, o, dt, h = ctx.saved_tensors
         g_dc, g_cbar, g_delta, g_o = (torch.empty_like(o) for _ in range(4))
         g_dt = torch.empty_like(dt) if ctx.needs_input_grad[4] else None
         neg_delta = -delta
+        from_output = o.numel() and bool(o.abs().min() >= O_FLOOR)
         for r in _rows(g_h.size(0), math.prod(g_h.shape[1:])):
             e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]: the forward's, recomputed
-            tanh_c = torch.addcmul(c_bar[r], dc[r], e).tanh_()
+            tanh_c = h[r] / o[r] if from_output else torch.addcmul(c_bar[r], dc[r], e).tanh_()
             shape = o[r].shape
             torch.sum(g_h[r] * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
                 (g_h[r] * tanh_c).sum_to_size(shape))
@@ -448,8 +458,103 @@ fuse_ode_sample_states = _method_swap("fuse_ode_sample_states", "easy_tpp.model.
                                       "compute_states_at_sample_times", _ode_states_at_sample_times)
 
 
+# ------------------------------------------------------------------ THP (issue 27, item 2: THP's own replacements)
+
+def _heads(t, n_head: int):
+    """[B, L, n_head * d_k] -> [B * n_head, L, d_k], contiguous (EasyTPP's view and transpose, then one copy)."""
+    B, L, D = t.shape
+    return t.view(B, L, n_head, D // n_head).transpose(1, 2).reshape(B * n_head, L, D // n_head)
+
+
+def _unheads(t, B: int):
+    """[B * n_head, L, d_k] -> [B, L, n_head * d_k], contiguous."""
+    N, L, d_k = t.shape
+    return t.reshape(B, N // B, L, d_k).transpose(1, 2).reshape(B, L, N // B * d_k)
+
+
+class _MaskedAttention(torch.autograd.Function):
+    """EasyTPP's `attention` (baselayer.py lines 7-17) without dropout, the heads folded into bmm's batch dim:
+    softmax(masked_fill(q k^T / sqrt(d_k), mask, -1e9)) v, its backward written out with autograd's formulas (bmm's,
+    softmax's, masked_fill's, the division's) on contiguous operands, in EasyTPP's order: bitwise its values and
+    gradients, and k^T is never gathered across the heads (EasyTPP's matmul on transposed [B, n_head, L, d_k] views
+    copies it, in both directions). q, k, v [B, L, n_head * d_k] (the projections), masked [B, 1, Lq, Lk] bool ->
+    [B, Lq, n_head * d_k]."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, masked, n_head):
+        B, Lq, Lk = q.size(0), q.size(1), k.size(1)
+        qh, kh, vh = _heads(q, n_head), _heads(k, n_head), _heads(v, n_head)  # [B * n_head, L, d_k]
+        scores = (torch.bmm(qh, kh.transpose(1, 2)) / math.sqrt(qh.size(-1))).view(B, n_head, Lq, Lk)
+        p = torch.softmax(scores.masked_fill_(masked, -1e9), dim=-1)  # [B, n_head, Lq, Lk]
+        ctx.save_for_backward(qh, kh, vh, p, masked)
+        return _unheads(torch.bmm(p.view(-1, Lq, Lk), vh), B)
+
+    @staticmethod
+    def backward(ctx, g):
+        qh, kh, vh, p, masked = ctx.saved_tensors
+        B, Lq, Lk = g.size(0), qh.size(1), kh.size(1)
+        g_o = _heads(g, qh.size(0) // B)  # [B * n_head, Lq, d_k]
+        g_p = torch.bmm(g_o, vh.transpose(1, 2)).view(p.shape)
+        g_v = torch.bmm(p.view(-1, Lq, Lk).transpose(1, 2), g_o)
+        g_s = torch._softmax_backward_data(g_p, p, -1, p.dtype).masked_fill_(masked, 0.0)
+        g_s = g_s.div_(math.sqrt(qh.size(-1))).view(-1, Lq, Lk)  # [B * n_head, Lq, Lk]
+        g_q = torch.bmm(g_s, kh)
+        g_k = torch.bmm(qh.transpose(1, 2), g_s).transpose(1, 2)  # as autograd: (q^T g_s)^T
+        return _unheads(g_q, B), _unheads(g_k, B), _unheads(g_v, B), None, None
+
+
+def _mha_forward(self, query, key, value, mask, output_weight=False):
+    """EasyTPP's `MultiHeadAttention.forward` (baselayer.py lines 58-79) with its `attention` by `_MaskedAttention`
+    where dropout is inactive and no weights are asked for, else EasyTPP's own forward (its dropout draws)."""
+    from easy_tpp.model.baselayer import MultiHeadAttention
+
+    if output_weight or mask is None or (self.training and self.dropout.p > 0):
+        return MultiHeadAttention.forward(self, query, key, value, mask, output_weight)
+    q, k, v = [lin(x) for lin, x in zip(self.linears, (query, key, value))]  # [B, L, D] each
+    x = _MaskedAttention.apply(q, k, v, mask.unsqueeze(1) > 0, self.n_head)
+    return self.linears[-1](x) if self.output_linear else x
+
+
+class _AffineInTime(torch.autograd.Function):
+    """THP's Eq. (6) states on the sample grid, decay * s + c + base (EasyTPP's operations in its order: bitwise its
+    values), in one node: its backward reduces the gradient once per operand with autograd's own reductions (bitwise
+    its gradients) without autograd's chain of broadcast adds and products.
+    decay, base [1, 1, 1, K], s [B, L, S, 1] (no gradient), c [B, L, 1, K] -> [B, L, S, K]."""
+
+    @staticmethod
+    def forward(ctx, decay, s, c, base):
+        ctx.save_for_backward(s)
+        return (decay * s + c).add_(base)
+
+    @staticmethod
+    def backward(ctx, g):
+        (s,) = ctx.saved_tensors
+        K = g.size(-1)
+        g_c = g.sum(dim=2, keepdim=True)  # [B, L, 1, K]
+        g_decay = (g * s).sum_to_size(1, 1, 1, K)  # (one mm over the 10^5 terms lost digits)
+        return g_decay, None, g_c, g.sum_to_size(1, 1, 1, K)
+
+
+def _thp_states_at_sample_times(self, event_states, sample_dtimes):
+    """EasyTPP THP's `compute_states_at_sample_times` (thp.py lines 146-172) by `_AffineInTime` where the offsets
+    need no gradient, else EasyTPP's expression."""
+    decay, base = self.factor_intensity_decay[None, None, ...], self.factor_intensity_base[None, None, ...]
+    s = sample_dtimes[..., None]  # [B, L, S, 1]
+    c = self.layer_intensity_hidden(event_states[:, :, None, :])  # [B, L, 1, K]
+    if s.requires_grad or s.dim() != 4 or s.shape[:2] != c.shape[:2]:
+        return decay * s + c + base
+    return _AffineInTime.apply(decay, s, c, base)
+
+
+fuse_attention = _method_swap("fuse_attention", "easy_tpp.model.baselayer", "MultiHeadAttention", "forward",
+                              _mha_forward)
+fuse_thp_states = _method_swap("fuse_thp_states", "easy_tpp.model.thp", "THP", "compute_states_at_sample_times",
+                                _thp_states_at_sample_times)
+
+
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
-FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states), "THP": (fuse_scaled_softplus,),
+FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states),
+         "THP": (fuse_scaled_softplus, fuse_attention, fuse_thp_states),
          "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,),
          "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_ode_sample_states)}
 
