@@ -225,9 +225,10 @@ def test_neural_ode_adjoint_equals_easytpp(dtype, steps):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_ode_states_at_sample_times_equal_easytpp(dtype, monkeypatch):
-    """ODETPP's one RK4 step on the grid [B, L, 1, H] x [B, L, S, 1], fused and in slices of 2 rows (the last one
-    shorter), against EasyTPP's `compute_states_at_sample_times`: states, gradients of the states and the MLP."""
-    monkeypatch.setattr(easytpp_fused, "CHUNK_FLOATS", 2 * 4 * 6 * 8)
+    """ODETPP's one RK4 step on the grid [B, L, 1, H] x [B, L, S, 1], fused (k2 by linearity) and in slices of 3
+    intervals (the last one shorter), against EasyTPP's `compute_states_at_sample_times`: states, gradients of the
+    states and the MLP; float32 within rounding of each tensor's scale (other operations, other rounding)."""
+    monkeypatch.setattr(easytpp_fused, "RK4_CHUNK_FLOATS", 3 * 6 * 8)
     cfg = resolved("odetpp", d_model=8)
     models = []
     for fused in (True, False):
@@ -244,6 +245,9 @@ def test_ode_states_at_sample_times_equal_easytpp(dtype, monkeypatch):
                for m in models]
     (s_ours,), g_ours = results[0]
     (s_ref,), g_ref = results[1]
-    assert torch.allclose(s_ours, s_ref, **TOL[dtype])
-    for a, b in zip(g_ours, g_ref):
-        assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+    for a, b in zip([s_ours, *g_ours], [s_ref, *g_ref]):
+        assert a.shape == b.shape
+        if dtype == torch.float64:
+            assert torch.allclose(a, b, **TOL[dtype])
+        else:  # measured: under 4e-7 of the scale
+            assert (a - b).abs().max() <= 2e-6 * b.abs().max()
