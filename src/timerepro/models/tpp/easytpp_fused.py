@@ -207,16 +207,16 @@ def exp_decay(mu, eta, gamma, dt):
     return _ExpDecay.apply(mu, eta, gamma, dt)
 
 
-def _fused_class(module: str, name: str, method: str, fn) -> type:
-    """EasyTPP's `module.name` subclassed with `method` replaced by `fn` (made once, on first use: easy_tpp is
-    imported lazily; kept in this module's namespace as Fused<name>, so instances pickle)."""
+def _fused_class(module: str, name: str, methods: dict) -> type:
+    """EasyTPP's `module.name` subclassed with `methods` (name -> function) replaced (made once, on first use: easy_tpp
+    is imported lazily; kept in this module's namespace as Fused<name>, so instances pickle)."""
     import importlib
 
     key = f"Fused{name}"
     if key not in globals():
         base = getattr(importlib.import_module(module), name)
-        cls = type(key, (base,), {method: fn, "__module__": __name__, "__doc__": f"{name} with `{method}` fused."})
-        globals()[key] = cls
+        doc = f"{name} with {', '.join(f'`{m}`' for m in methods)} fused."
+        globals()[key] = type(key, (base,), {**methods, "__module__": __name__, "__doc__": doc})
     return globals()[key]
 
 
@@ -419,6 +419,111 @@ def _rk4_grid_stages(z0, half, d, p1, q1, weight, bias):
     return k2, y3, k3, y4, k4
 
 
+def _relu_layer(y, weight, bias):
+    """relu(y W^T + b) for y [B, H]: F.linear's addmm and an in-place relu (EasyTPP's DNN layer, bitwise)."""
+    return torch.addmm(bias, y, weight.T).relu_()
+
+
+def _rk4_relu_step(z, h, h2, weight, bias):
+    """EasyTPP's `rk4_step_method` on f(z) = relu(z W^T + b), bitwise (its operations in its order, fewer passes):
+    z + h (k1 + 2 k2 + 2 k3 + k4) / 6, stage inputs z + h/2 k1, z + h/2 k2, z + h k3. z [B, H], h = dt, h2 = dt / 2
+    [B, 1]. (addcmul would round differently here: its product and sum are one fused operation.)"""
+    k1 = _relu_layer(z, weight, bias)
+    k2 = _relu_layer(torch.mul(k1, h2).add_(z), weight, bias)
+    k3 = _relu_layer(torch.mul(k2, h2).add_(z), weight, bias)
+    k4 = _relu_layer(torch.mul(k3, h).add_(z), weight, bias)
+    # ((k1 + 2 k2) + 2 k3) + k4: alpha 2 is exact, so each add rounds once, as EasyTPP's
+    return k1.add_(k2, alpha=2.0).add_(k3, alpha=2.0).add_(k4).mul_(h).div_(6.0).add_(z)
+
+
+class _ODETPPSolves(torch.autograd.Function):
+    """EasyTPP ODETPP's `forward` (ode_tpp.py lines 175-205) for a one-layer ReLU MLP as the ODE function, every
+    event's `NeuralODE` solve in one node: left limit j = the solve from right limit j-1 over dt_j (`num_steps` RK4
+    steps of dt_j / num_steps, bitwise EasyTPP's), right limit j = left limit j + type embedding j, from zeros.
+    Backward: EasyTPP's adjoint RK4 solve per event (`NeuralODEAdjoint.backward`: z recomputed backward from the
+    event's left limit, the adjoint a with it), the parameters' adjoint, which the dynamics never read, kept as every
+    stage's vector-Jacobian factors and contracted in one product at the end, each event's scaled by mean(-dt) / 6
+    (EasyTPP's [B, P] state averaged over B). emb [B, L, H], dts [B, L] -> left limits [B, L-1, H], right [B, L, H]."""
+
+    @staticmethod
+    def forward(ctx, emb, dts, num_steps, weight, bias):
+        B, L, H = emb.shape
+        h = dts[..., None] * (1.0 / num_steps)  # [B, L, 1]: NeuralODEAdjoint's delta_t * dt_ratio
+        h2 = h / 2.0
+        lefts, rights = emb.new_empty(B, L, H), emb.new_empty(B, L, H)
+        right = emb.new_zeros(B, H)
+        for j in range(L):
+            z = right
+            for _ in range(num_steps):
+                z = _rk4_relu_step(z, h[:, j], h2[:, j], weight, bias)
+            lefts[:, j] = z
+            right = torch.add(z, emb[:, j], out=rights[:, j])
+        ctx.num_steps = num_steps
+        ctx.save_for_backward(lefts, h, weight, bias)
+        return lefts[:, 1:].contiguous(), rights
+
+    @staticmethod
+    def backward(ctx, g_left, g_right):
+        lefts, h, weight, bias = ctx.saved_tensors
+        B, L, H = lefts.shape
+        n = ctx.num_steps
+        hb = -h  # [B, L, 1]: the backward solve's step
+        hb2, hb6, h2, h6 = hb / 2.0, hb / 6.0, h / 2.0, h / 6.0
+        # every stage's input y and factor g (the adjoint through the ReLU): dL/dW = sum scale g^T y, dL/db = sum scale g
+        ys, gs = (lefts.new_empty(L, n, 4, B, H) for _ in range(2))
+        g_emb = torch.empty_like(lefts)
+        carry = None  # dL/d(right limit j) from the solve of event j + 1
+        for j in range(L - 1, -1, -1):
+            g_r = g_right[:, j] if carry is None else g_right[:, j] + carry
+            g_emb[:, j] = g_r
+            a = g_r + g_left[:, j - 1] if j >= 1 else g_r  # dL/d(left limit j)
+            ys[j, 0, 0] = lefts[:, j]
+            for t in range(n):
+                a = _adjoint_rk4_step(ys[j, t], gs[j, t], a, hb[:, j], hb2[:, j], hb6[:, j], h[:, j], h2[:, j],
+                                      h6[:, j], weight, bias, ys[j, t + 1, 0] if t + 1 < n else None)
+            carry = a
+        # [L, 1, 4]: mean(-dt) / 6 of the event (EasyTPP's scale; here with the sign of the negated adjoint folded
+        # in) times RK4's stage weights 1, 2, 2, 1
+        scale = h.mean(0)[:, 0].div(6.0)[:, None, None] * h.new_tensor([1.0, 2.0, 2.0, 1.0])
+        gs.mul_(scale[..., None, None])
+        g2, y2 = gs.view(-1, H), ys.view(-1, H)
+        return g_emb, None, None, g2.T @ y2, g2.sum(0)
+
+
+def _adjoint_rk4_step(y, g, a, hb, hb2, hb6, h, h2, h6, weight, bias, z_out):
+    """One RK4 step of EasyTPP's augmented adjoint dynamics (z' = f(z), a' = -a df/dz) with step hb = -h, for
+    f(z) = relu(z W^T + b): -a df/dz = -(a masked where f > 0) W, so the negated slopes are carried and h used for
+    a. y [4, B, H] holds the stage inputs (y[0] = z, written by the caller), g [4, B, H] receives each stage's a
+    masked where f > 0; z at the step's end goes to z_out (None: not needed). Returns a at the step's end."""
+    ks, qs = [], []
+    for s, (zs, as_) in enumerate(((hb2, h2), (hb2, h2), (hb, h), (None, None))):
+        k = _relu_layer(y[s], weight, bias)
+        torch.ops.aten.threshold_backward.grad_input(a if s == 0 else a_s, k, 0, grad_input=g[s])
+        q = torch.mm(g[s], weight)  # -dL/d(stage slope of a)
+        ks.append(k)
+        qs.append(q)
+        if zs is not None:
+            torch.addcmul(y[0], zs, k, out=y[s + 1])
+            a_s = torch.addcmul(a, as_, q)
+    if z_out is not None:
+        torch.addcmul(y[0], hb6, ks[0].add_(ks[1], alpha=2.0).add_(ks[2], alpha=2.0).add_(ks[3]), out=z_out)
+    return torch.addcmul(a, h6, qs[0].add_(qs[1], alpha=2.0).add_(qs[2], alpha=2.0).add_(qs[3]))
+
+
+def _odetpp_forward(self, time_delta_seqs, type_seqs):
+    """EasyTPP ODETPP's `forward` (ode_tpp.py lines 175-205) by `_ODETPPSolves` where its NeuralODE is RK4 on a
+    one-layer ReLU MLP whose parameters are its `params` and the time deltas need no gradient, else EasyTPP's."""
+    ode = self.layer_neural_ode
+    linears = relu_mlp(ode.model)
+    ours = [] if linears is None else [linears[0].weight, linears[0].bias]
+    emb = self.layer_type_emb(type_seqs)  # [B, L, H]
+    if linears is None or len(linears) != 1 or ode.solver.__name__ != "rk4_step_method" \
+            or time_delta_seqs.requires_grad or time_delta_seqs.dtype != emb.dtype \
+            or len(ode.params) != 2 or any(p is not q for p, q in zip(ode.params, ours)):
+        return super(type(self), self).forward(time_delta_seqs, type_seqs)
+    return _ODETPPSolves.apply(emb, time_delta_seqs, ode.num_sample_times, *ours)
+
+
 def _ode_states_at_sample_times(self, state_ti_plus, sample_dtimes):
     """EasyTPP ODETPP's `compute_states_at_sample_times` (ode_tpp.py lines 254-272): one RK4 step from the right
     limits, by `_RK4ReluGrid` where the ODE function is one Linear + ReLU layer, else by EasyTPP's solver."""
@@ -457,30 +562,29 @@ def _swap_class(model: nn.Module, name: str, make) -> int:
     return len(found)
 
 
-def _method_swap(name: str, module: str, cls: str, method: str, impl) -> Callable[[nn.Module], int]:
-    """A replacement `name`: every `cls` (EasyTPP's `module`) in a model becomes a subclass whose `method` is `impl`."""
+def _method_swap(name: str, module: str, cls: str, **methods) -> Callable[[nn.Module], int]:
+    """A replacement `name`: every `cls` (EasyTPP's `module`) in a model becomes a subclass with `methods` replaced."""
     def swap(model: nn.Module) -> int:
-        return _swap_class(model, cls, lambda: _fused_class(module, cls, method, impl))
+        return _swap_class(model, cls, lambda: _fused_class(module, cls, methods))
     swap.__name__ = swap.__qualname__ = name
     return swap
 
 
-fuse_ct_lstm_decay = _method_swap("fuse_ct_lstm_decay", "easy_tpp.model.nhp", "ContTimeLSTMCell", "decay",
-                                  _ct_lstm_cell_decay)
-fuse_nhp_get_states = _method_swap("fuse_nhp_get_states", "easy_tpp.model.nhp", "NHP", "get_states", _nhp_get_states)
-fuse_sahp_decay = _method_swap("fuse_sahp_decay", "easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay)
+fuse_ct_lstm_decay = _method_swap("fuse_ct_lstm_decay", "easy_tpp.model.nhp", "ContTimeLSTMCell",
+                                  decay=_ct_lstm_cell_decay)
+fuse_nhp_get_states = _method_swap("fuse_nhp_get_states", "easy_tpp.model.nhp", "NHP", get_states=_nhp_get_states)
+fuse_sahp_decay = _method_swap("fuse_sahp_decay", "easy_tpp.model.sahp", "SAHP", state_decay=_sahp_state_decay)
 fuse_cumul_hazard = _method_swap("fuse_cumul_hazard", "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork",
-                                 "forward", _cumul_hazard_forward)
-fuse_neural_ode = _method_swap("fuse_neural_ode", "easy_tpp.model.ode_tpp", "NeuralODE", "forward",
-                               _neural_ode_forward)
-fuse_ode_sample_states = _method_swap("fuse_ode_sample_states", "easy_tpp.model.ode_tpp", "ODETPP",
-                                      "compute_states_at_sample_times", _ode_states_at_sample_times)
+                                 forward=_cumul_hazard_forward)
+fuse_neural_ode = _method_swap("fuse_neural_ode", "easy_tpp.model.ode_tpp", "NeuralODE", forward=_neural_ode_forward)
+fuse_odetpp = _method_swap("fuse_odetpp", "easy_tpp.model.ode_tpp", "ODETPP", forward=_odetpp_forward,
+                           compute_states_at_sample_times=_ode_states_at_sample_times)
 
 
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
 FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states), "THP": (fuse_scaled_softplus,),
          "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,),
-         "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_ode_sample_states)}
+         "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_odetpp)}
 
 
 def fuse(class_name: str, model: nn.Module) -> nn.Module:
