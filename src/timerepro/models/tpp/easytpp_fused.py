@@ -347,10 +347,11 @@ def _neural_ode_forward(self, input_state, delta_time):
 class _RK4ReluGrid(torch.autograd.Function):
     """ODETPP's one RK4 step on the sample grid (`compute_states_at_sample_times`, EasyTPP's `rk4_step_method`) for
     f(z) = relu(z W^T + b), from z0 to z0 + d (k1 + 2 k2 + 2 k3 + k4) / 6 at every offset d of its interval.
-    k1 = f(z0) once per interval, and k2's pre-activation by linearity, W (z0 + d/2 k1) + b = p1 + d/2 q1 with
-    p1 = W z0 + b and q1 = W k1 once per interval: two products per offset (k3, k4) instead of three; the same RK4
-    step, other rounding. Slices of intervals, recomputed in the backward (only the state and its gradient cross
-    the whole grid). z0 [N, 1, H], d [N, S, 1]; the offsets get no gradient (the integral's grid needs none)."""
+    Every stage input is z0 plus a multiple of a slope, so by linearity its pre-activation is p1 + c_i W k_(i-1)
+    with p1 = W z0 + b (c = d/2, d/2, d): k1, p1 and q1 = W k1 once per interval, then two products per offset
+    (W k2, W k3) instead of three, and no bias or stage input on the grid; the same RK4 step, other rounding.
+    Slices of intervals, recomputed in the backward (only the state and its gradient cross the whole grid).
+    z0 [N, 1, H], d [N, S, 1]; the offsets get no gradient (the integral's grid needs none)."""
 
     @staticmethod
     def forward(ctx, z0, d, weight, bias):
@@ -359,7 +360,7 @@ class _RK4ReluGrid(torch.autograd.Function):
         half, sixth = d * 0.5, d * (1.0 / 6.0)  # [N, S, 1]
         out = z0.new_empty(N, S, H)
         for r in _rows(N, S * H, RK4_CHUNK_FLOATS):
-            k2, y3, k3, _, k4 = _rk4_grid_stages(z0[r], half[r], d[r], p1[r], q1[r], weight, bias)
+            k2, k3, k4 = _rk4_grid_slopes(half[r], d[r], p1[r], q1[r], weight)
             k4.add_(k2.add_(k3), alpha=2.0).add_(k1[r])  # k1 + 2 (k2 + k3) + k4
             torch.addcmul(z0[r], sixth[r], k4, out=out[r])
         ctx.save_for_backward(z0, d, half, sixth, p1, k1, q1, weight, bias)
@@ -371,33 +372,29 @@ class _RK4ReluGrid(torch.autograd.Function):
         N, S, H = g.shape
         g_w = torch.zeros_like(weight)
         # per interval [N, 1, H]: sums over the offsets, combined after the slices
-        sum_g, sum_c, s_pre, s2, t2 = (torch.empty_like(z0) for _ in range(5))
+        sum_g, sum_c, s_pre, t2 = (torch.zeros_like(z0) for _ in range(4))
         for r in _rows(N, S * H, RK4_CHUNK_FLOATS):
-            k2, y3, k3, y4, k4 = _rk4_grid_stages(z0[r], half[r], d[r], p1[r], q1[r], weight, bias)
+            k2, k3, k4 = _rk4_grid_slopes(half[r], d[r], p1[r], q1[r], weight)
             torch.sum(g[r], 1, keepdim=True, out=sum_g[r])  # z0's own term in the output
             c = g[r] * sixth[r]  # dL/dk4 = dL/dk1; dL/dk2 = dL/dk3 = 2 c directly
             torch.sum(c, 1, keepdim=True, out=sum_c[r])
-            ga4 = torch.ops.aten.threshold_backward(c, k4, 0)  # dL/dpre4
-            g_w.addmm_(ga4.view(-1, H).T, y4.view(-1, H))
-            gy4 = torch.mm(ga4.view(-1, H), weight).view_as(ga4)  # dL/dy4, y4 = z0 + d k3
-            # halves below (h: the true gradient / 2): dL/dk3 = 2 c + d gy4 = 2 (c + d/2 gy4)
-            ga3h = torch.ops.aten.threshold_backward(torch.addcmul(c, half[r], gy4), k3, 0)  # dL/dpre3 / 2
-            g_w.addmm_(ga3h.view(-1, H).T, y3.view(-1, H), alpha=2.0)
-            torch.sum(ga3h, 1, keepdim=True, out=s_pre[r]).mul_(2.0).add_(ga4.sum(1, keepdim=True))  # pre3, pre4
-            gy3h = torch.mm(ga3h.view(-1, H), weight).view_as(ga3h)  # dL/dy3 / 2, y3 = z0 + d/2 k2
-            ga2h = torch.ops.aten.threshold_backward(torch.addcmul(c, half[r], gy3h), k2, 0)  # dL/dpre2 / 2
-            torch.sum(ga2h, 1, keepdim=True, out=s2[r])  # dL/dp1 / 2 through pre2 = p1 + d/2 q1
-            torch.bmm(d[r].transpose(1, 2), ga2h, out=t2[r])  # dL/dq1 = sum_S d/2 (2 ga2h)
-        # per interval: q1 = k1 W^T, k1 = relu(p1), p1 = z0 W^T + b; pre3, pre4 read z0 through y3, y4
-        z, t2 = z0.view(-1, H), t2.view(-1, H)
-        g_w.addmm_(t2.T, k1.view(-1, H))
+            ga = torch.ops.aten.threshold_backward(c, k4, 0)  # dL/dpre4, pre4 = p1 + d (k3 W^T)
+            for k, scale in ((k3, d[r]), (k2, half[r])):  # back through stage 4, then stage 3
+                s_pre[r] += ga.sum(1, keepdim=True)
+                dm = ga.mul_(scale).view(-1, H)  # dL/d(k W^T)
+                g_w.addmm_(dm.T, k.view(-1, H))
+                ga = torch.ops.aten.threshold_backward(torch.mm(dm, weight).view_as(k).add_(c, alpha=2.0), k, 0)
+            # ga: dL/dpre2, pre2 = p1 + d/2 q1
+            s_pre[r] += ga.sum(1, keepdim=True)
+            torch.bmm(half[r].transpose(1, 2), ga, out=t2[r])  # dL/dq1
+        # per interval: q1 = k1 W^T, k1 = relu(p1), p1 = z0 W^T + b
+        z, k1, t2 = z0.view(-1, H), k1.view(-1, H), t2.view(-1, H)
+        g_w.addmm_(t2.T, k1)
         g_k1 = torch.addmm(sum_c.view(-1, H), t2, weight)
-        g_p1 = torch.ops.aten.threshold_backward(g_k1, k1.view(-1, H), 0).add_(s2.view(-1, H), alpha=2.0)
+        g_p1 = torch.ops.aten.threshold_backward(g_k1, k1, 0).add_(s_pre.view(-1, H))
         g_w.addmm_(g_p1.T, z)
-        g_pre = g_p1.add_(s_pre.view(-1, H))  # the pre-activations whose bias is b and whose input holds z0
-        g_b = g_pre.sum(0)
-        g_z0 = torch.addmm(sum_g.view(-1, H), g_pre, weight).view_as(z0)
-        return g_z0, None, g_w, g_b
+        g_z0 = torch.addmm(sum_g.view(-1, H), g_p1, weight).view_as(z0)
+        return g_z0, None, g_w, g_p1.sum(0)
 
 
 def _rk4_first_stage(z0, weight, bias):
@@ -408,15 +405,14 @@ def _rk4_first_stage(z0, weight, bias):
     return p1.view_as(z0), k1.view_as(z0), torch.mm(k1, weight.T).view_as(z0)
 
 
-def _rk4_grid_stages(z0, half, d, p1, q1, weight, bias):
-    """k2, y3, k3, y4, k4 of one RK4 step on a slice of intervals (y_i: stage i's input), k2 by linearity."""
-    H = z0.size(-1)
-    k2 = torch.addcmul(p1, half, q1).relu_()  # relu(W (z0 + d/2 k1) + b)
-    y3 = torch.addcmul(z0, half, k2)
-    k3 = torch.addmm(bias, y3.view(-1, H), weight.T).relu_().view_as(y3)
-    y4 = torch.addcmul(z0, d, k3)
-    k4 = torch.addmm(bias, y4.view(-1, H), weight.T).relu_().view_as(y4)
-    return k2, y3, k3, y4, k4
+def _rk4_grid_slopes(half, d, p1, q1, weight):
+    """k2, k3, k4 of one RK4 step on a slice of intervals: k_i = relu(p1 + c_i (k_(i-1) W^T)), c = d/2, d/2, d."""
+    H = p1.size(-1)
+    k2 = torch.addcmul(p1, half, q1).relu_()
+    m = torch.mm(k2.view(-1, H), weight.T).view_as(k2)
+    k3 = torch.addcmul(p1, half, m, out=m).relu_()
+    m = torch.mm(k3.view(-1, H), weight.T).view_as(k3)
+    return k2, k3, torch.addcmul(p1, d, m, out=m).relu_()
 
 
 def _relu_layer(y, weight, bias):
