@@ -23,6 +23,7 @@ EasyTPP's modules); not bitwise (other summation orders in the gradients' reduct
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable
 
@@ -432,6 +433,20 @@ def _rk4_relu_step(z, h, h2, weight, bias):
     return k1.add_(k2, alpha=2.0).add_(k3, alpha=2.0).add_(k4).mul_(h).div_(6.0).add_(z)
 
 
+@contextlib.contextmanager
+def _one_thread():
+    """torch's intra-op threads at 1 meanwhile (restored after): ODETPP's event-by-event solves are hundreds of
+    [B, H] products too small to split, where a second thread's hand-offs cost more than it does."""
+    n = torch.get_num_threads()
+    if n > 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if n > 1:
+            torch.set_num_threads(n)
+
+
 class _ODETPPSolves(torch.autograd.Function):
     """EasyTPP ODETPP's `forward` (ode_tpp.py lines 175-205) for a one-layer ReLU MLP as the ODE function, every
     event's `NeuralODE` solve in one node: left limit j = the solve from right limit j-1 over dt_j (`num_steps` RK4
@@ -448,12 +463,13 @@ class _ODETPPSolves(torch.autograd.Function):
         h2 = h / 2.0
         lefts, rights = emb.new_empty(B, L, H), emb.new_empty(B, L, H)
         right = emb.new_zeros(B, H)
-        for j in range(L):
-            z = right
-            for _ in range(num_steps):
-                z = _rk4_relu_step(z, h[:, j], h2[:, j], weight, bias)
-            lefts[:, j] = z
-            right = torch.add(z, emb[:, j], out=rights[:, j])
+        with _one_thread():
+            for j in range(L):
+                z = right
+                for _ in range(num_steps):
+                    z = _rk4_relu_step(z, h[:, j], h2[:, j], weight, bias)
+                lefts[:, j] = z
+                right = torch.add(z, emb[:, j], out=rights[:, j])
         ctx.num_steps = num_steps
         ctx.save_for_backward(lefts, h, weight, bias)
         return lefts[:, 1:].contiguous(), rights
@@ -469,15 +485,16 @@ class _ODETPPSolves(torch.autograd.Function):
         ys, gs = (lefts.new_empty(L, n, 4, B, H) for _ in range(2))
         g_emb = torch.empty_like(lefts)
         carry = None  # dL/d(right limit j) from the solve of event j + 1
-        for j in range(L - 1, -1, -1):
-            g_r = g_right[:, j] if carry is None else g_right[:, j] + carry
-            g_emb[:, j] = g_r
-            a = g_r + g_left[:, j - 1] if j >= 1 else g_r  # dL/d(left limit j)
-            ys[j, 0, 0] = lefts[:, j]
-            for t in range(n):
-                a = _adjoint_rk4_step(ys[j, t], gs[j, t], a, hb[:, j], hb2[:, j], hb6[:, j], h[:, j], h2[:, j],
-                                      h6[:, j], weight, bias, ys[j, t + 1, 0] if t + 1 < n else None)
-            carry = a
+        with _one_thread():
+            for j in range(L - 1, -1, -1):
+                g_r = g_right[:, j] if carry is None else g_right[:, j] + carry
+                g_emb[:, j] = g_r
+                a = g_r + g_left[:, j - 1] if j >= 1 else g_r  # dL/d(left limit j)
+                ys[j, 0, 0] = lefts[:, j]
+                for t in range(n):
+                    a = _adjoint_rk4_step(ys[j, t], gs[j, t], a, hb[:, j], hb2[:, j], hb6[:, j], h[:, j], h2[:, j],
+                                          h6[:, j], weight, bias, ys[j, t + 1, 0] if t + 1 < n else None)
+                carry = a
         # [L, 1, 4]: mean(-dt) / 6 of the event (EasyTPP's scale; here with the sign of the negated adjoint folded
         # in) times RK4's stage weights 1, 2, 2, 1
         scale = h.mean(0)[:, 0].div(6.0)[:, None, None] * h.new_tensor([1.0, 2.0, 2.0, 1.0])
