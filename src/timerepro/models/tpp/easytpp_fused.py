@@ -9,13 +9,16 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
 | `FusedCumulHazardFunctionNetwork.forward` | `fullynn.CumulHazardFunctionNetwork.forward` (lines 45-78) | (b) |
 | `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
-| `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a) |
+| `FusedODETPP.forward` (`_ODETPPSolves`) | `ode_tpp.ODETPP.forward` (lines 175-205) | (c), every event's solve in one node |
+| `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a), (d) |
 
 (a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
 recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluGrid`).
 (b) Lambda_k(dt) by EasyTPP's operations; d Lambda_k / d dt of all K marks by forward mode (each layer's tangent
 beside its value): one graph instead of K double-backward graphs (`grad(..., create_graph=True)` per mark).
-(c) EasyTPP's adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written out (no `autograd.grad` per stage).
+(c) EasyTPP's RK4 forward solve bitwise; its adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written
+out (no `autograd.grad` per stage).
+(d) the RK4 stages' pre-activations by linearity (p1 + c W k): two products per sample offset instead of three.
 
 Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
 EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
