@@ -276,6 +276,9 @@ def test_odetpp_forward_equals_easytpp(dtype, steps):
                for m in models]
     (outs, g_ours), (outs_ref, g_ref) = results
     assert all(torch.equal(a, b) for a, b in zip(outs, outs_ref))
+    with_grad = models[0].forward(dts.clone().requires_grad_(), types)  # time deltas with a gradient: EasyTPP's
+    assert type(with_grad[1].grad_fn).__name__ != "_ODETPPSolvesBackward"
+    assert all(torch.equal(a, b) for a, b in zip(with_grad, outs))
     for a, b in zip(g_ours, g_ref):
         assert a.shape == b.shape
         if dtype == torch.float64:
