@@ -9,17 +9,20 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
 | `FusedCumulHazardFunctionNetwork.forward` | `fullynn.CumulHazardFunctionNetwork.forward` (lines 45-78) | (b) |
 | `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
-| `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a) |
-| `FusedMultiHeadAttention.forward` (`_MaskedAttention`) | `baselayer.MultiHeadAttention.forward`, `attention` (lines 7-17, 58-79) | (d) |
+| `FusedODETPP.forward` (`_ODETPPSolves`) | `ode_tpp.ODETPP.forward` (lines 175-205) | (c), every event's solve in one node |
+| `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a), (d) |
+| `FusedMultiHeadAttention.forward` (`_MaskedAttention`) | `baselayer.MultiHeadAttention.forward`, `attention` (lines 7-17, 58-79) | (e) |
 | `FusedTHP.compute_states_at_sample_times` (`_AffineInTime`) | `thp.THP.compute_states_at_sample_times` (lines 146-172) | 3 / 4 instead of 3 / 5, bitwise |
 
 (a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
-recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluStep`). NHP's tanh(c(t)) comes back in
+recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluGrid`). NHP's tanh(c(t)) comes back in
 the backward as h / o (h is kept anyway) instead of a second tanh on the grid.
 (b) Lambda_k(dt) by EasyTPP's operations; d Lambda_k / d dt of all K marks by forward mode (each layer's tangent
 beside its value): one graph instead of K double-backward graphs (`grad(..., create_graph=True)` per mark).
-(c) EasyTPP's adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written out (no `autograd.grad` per stage).
-(d) THP's attention with the heads folded into bmm's batch dim on contiguous operands, its backward written out:
+(c) EasyTPP's RK4 forward solve bitwise; its adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written
+out (no `autograd.grad` per stage).
+(d) the RK4 stages' pre-activations by linearity (p1 + c W k): two products per sample offset instead of three.
+(e) THP's attention with the heads folded into bmm's batch dim on contiguous operands, its backward written out:
 bitwise EasyTPP's values and gradients (tests/tpp/test_easytpp_thp_fused.py); EasyTPP's own forward under active
 dropout.
 
@@ -29,6 +32,7 @@ EasyTPP's modules); not bitwise (other summation orders in the gradients' reduct
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable
 
@@ -124,8 +128,13 @@ CHUNK_FLOATS = 1 << 15  # a slice of the grid per step of `_DecayedHidden`: its 
 O_FLOOR = 1e-20  # `_DecayedHidden`: tanh(c(t)) as h / o where every |o| is at least this (NHP: o = sigmoid, above 0)
 
 
-def _rows(n: int, row_floats: int) -> list[slice]:
-    step = max(1, CHUNK_FLOATS // max(1, row_floats))
+# a slice of ODETPP's RK4 grid (`_RK4ReluGrid`): its elementwise passes split over two threads (torch's grain is
+# 32768), few enough slices that each pass's dispatch is small beside its work (measured: 1 << 16 to 1 << 19 alike)
+RK4_CHUNK_FLOATS = 1 << 17
+
+
+def _rows(n: int, row_floats: int, chunk: int | None = None) -> list[slice]:
+    step = max(1, (CHUNK_FLOATS if chunk is None else chunk) // max(1, row_floats))
     return [slice(i, min(n, i + step)) for i in range(0, n, step)]
 
 
@@ -212,16 +221,16 @@ def exp_decay(mu, eta, gamma, dt):
     return _ExpDecay.apply(mu, eta, gamma, dt)
 
 
-def _fused_class(module: str, name: str, method: str, fn) -> type:
-    """EasyTPP's `module.name` subclassed with `method` replaced by `fn` (made once, on first use: easy_tpp is
-    imported lazily; kept in this module's namespace as Fused<name>, so instances pickle)."""
+def _fused_class(module: str, name: str, methods: dict) -> type:
+    """EasyTPP's `module.name` subclassed with `methods` (name -> function) replaced (made once, on first use: easy_tpp
+    is imported lazily; kept in this module's namespace as Fused<name>, so instances pickle)."""
     import importlib
 
     key = f"Fused{name}"
     if key not in globals():
         base = getattr(importlib.import_module(module), name)
-        cls = type(key, (base,), {method: fn, "__module__": __name__, "__doc__": f"{name} with `{method}` fused."})
-        globals()[key] = cls
+        doc = f"{name} with {', '.join(f'`{m}`' for m in methods)} fused."
+        globals()[key] = type(key, (base,), {**methods, "__module__": __name__, "__doc__": doc})
     return globals()[key]
 
 
@@ -349,68 +358,209 @@ def _neural_ode_forward(self, input_state, delta_time):
                                    linears, *self.params)
 
 
-class _RK4ReluStep(torch.autograd.Function):
+class _RK4ReluGrid(torch.autograd.Function):
     """ODETPP's one RK4 step on the sample grid (`compute_states_at_sample_times`, EasyTPP's `rk4_step_method`) for
-    f(z) = relu(z W^T + b): k1 = f(z0) once per interval, k2..k4 on the grid, z0 + dt (k1 + 2 k2 + 2 k3 + k4) / 6.
-    Slice by slice of dim 0, recomputed in the backward (only the state and its gradient cross the whole grid).
-    z0 [N, ..., 1, H], dt [N, ..., S, 1]; the offsets get no gradient (the integral's grid does not need one)."""
+    f(z) = relu(z W^T + b), from z0 to z0 + d (k1 + 2 k2 + 2 k3 + k4) / 6 at every offset d of its interval.
+    Every stage input is z0 plus a multiple of a slope, so by linearity its pre-activation is p1 + c_i W k_(i-1)
+    with p1 = W z0 + b (c = d/2, d/2, d): k1, p1 and q1 = W k1 once per interval, then two products per offset
+    (W k2, W k3) instead of three, and no bias or stage input on the grid; the same RK4 step, other rounding.
+    Slices of intervals, recomputed in the backward (only the state and its gradient cross the whole grid).
+    z0 [N, 1, H], d [N, S, 1]; the offsets get no gradient (the integral's grid needs none)."""
 
     @staticmethod
-    def forward(ctx, z0, dt, weight, bias):
-        shape = torch.broadcast_shapes(z0.shape, dt.shape[:-1] + z0.shape[-1:])
-        out = z0.new_empty(shape)
-        for r in _rows(shape[0], math.prod(shape[1:])):
-            z, d = z0[r], dt[r]
-            k1, k2, k3, k4 = _RK4ReluStep.stages(z, d, weight, bias)[1]
-            torch.add(z, d * (k1 + k2 * 2.0 + k3 * 2.0 + k4) / 6.0, out=out[r])  # EasyTPP's operations, its order
-        ctx.save_for_backward(z0, dt, weight, bias)
+    def forward(ctx, z0, d, weight, bias):
+        N, S, H = z0.size(0), d.size(1), z0.size(-1)
+        p1, k1, q1 = _rk4_first_stage(z0, weight, bias)
+        half, sixth = d * 0.5, d * (1.0 / 6.0)  # [N, S, 1]
+        out = z0.new_empty(N, S, H)
+        for r in _rows(N, S * H, RK4_CHUNK_FLOATS):
+            k2, k3, k4 = _rk4_grid_slopes(half[r], d[r], p1[r], q1[r], weight)
+            k4.add_(k2.add_(k3), alpha=2.0).add_(k1[r])  # k1 + 2 (k2 + k3) + k4
+            torch.addcmul(z0[r], sixth[r], k4, out=out[r])
+        ctx.save_for_backward(z0, d, half, sixth, p1, k1, q1, weight, bias)
         return out
 
     @staticmethod
-    def stages(z, d, weight, bias):
-        """The stage inputs (y1 = z0, y2, y3, y4) and slopes (k1..k4) of one RK4 step, as rk4_step_method makes them."""
-        ys, ks = [z], []
-        for i, step in enumerate((d / 2.0, d / 2.0, d, None)):
-            ks.append(torch.relu(nn.functional.linear(ys[-1], weight, bias)))
-            if step is not None:
-                ys.append(z + step * ks[-1])
-        return ys, ks
+    def backward(ctx, g):
+        z0, d, half, sixth, p1, k1, q1, weight, bias = ctx.saved_tensors
+        N, S, H = g.shape
+        g_w = torch.zeros_like(weight)
+        # per interval [N, 1, H]: sums over the offsets, combined after the slices
+        sum_g, sum_c, s_pre, t2 = (torch.zeros_like(z0) for _ in range(4))
+        for r in _rows(N, S * H, RK4_CHUNK_FLOATS):
+            k2, k3, k4 = _rk4_grid_slopes(half[r], d[r], p1[r], q1[r], weight)
+            torch.sum(g[r], 1, keepdim=True, out=sum_g[r])  # z0's own term in the output
+            c = g[r] * sixth[r]  # dL/dk4 = dL/dk1; dL/dk2 = dL/dk3 = 2 c directly
+            torch.sum(c, 1, keepdim=True, out=sum_c[r])
+            ga = torch.ops.aten.threshold_backward(c, k4, 0)  # dL/dpre4, pre4 = p1 + d (k3 W^T)
+            for k, scale in ((k3, d[r]), (k2, half[r])):  # back through stage 4, then stage 3
+                s_pre[r] += ga.sum(1, keepdim=True)
+                dm = ga.mul_(scale).view(-1, H)  # dL/d(k W^T)
+                g_w.addmm_(dm.T, k.view(-1, H))
+                ga = torch.ops.aten.threshold_backward(torch.mm(dm, weight).view_as(k).add_(c, alpha=2.0), k, 0)
+            # ga: dL/dpre2, pre2 = p1 + d/2 q1
+            s_pre[r] += ga.sum(1, keepdim=True)
+            torch.bmm(half[r].transpose(1, 2), ga, out=t2[r])  # dL/dq1
+        # per interval: q1 = k1 W^T, k1 = relu(p1), p1 = z0 W^T + b
+        z, k1, t2 = z0.view(-1, H), k1.view(-1, H), t2.view(-1, H)
+        g_w.addmm_(t2.T, k1)
+        g_k1 = torch.addmm(sum_c.view(-1, H), t2, weight)
+        g_p1 = torch.ops.aten.threshold_backward(g_k1, k1, 0).add_(s_pre.view(-1, H))
+        g_w.addmm_(g_p1.T, z)
+        g_z0 = torch.addmm(sum_g.view(-1, H), g_p1, weight).view_as(z0)
+        return g_z0, None, g_w, g_p1.sum(0)
+
+
+def _rk4_first_stage(z0, weight, bias):
+    """p1 = z0 W^T + b, k1 = relu(p1), q1 = k1 W^T: [N, 1, H] each."""
+    H = z0.size(-1)
+    p1 = torch.addmm(bias, z0.view(-1, H), weight.T)
+    k1 = torch.relu(p1)
+    return p1.view_as(z0), k1.view_as(z0), torch.mm(k1, weight.T).view_as(z0)
+
+
+def _rk4_grid_slopes(half, d, p1, q1, weight):
+    """k2, k3, k4 of one RK4 step on a slice of intervals: k_i = relu(p1 + c_i (k_(i-1) W^T)), c = d/2, d/2, d."""
+    H = p1.size(-1)
+    k2 = torch.addcmul(p1, half, q1).relu_()
+    m = torch.mm(k2.view(-1, H), weight.T).view_as(k2)
+    k3 = torch.addcmul(p1, half, m, out=m).relu_()
+    m = torch.mm(k3.view(-1, H), weight.T).view_as(k3)
+    return k2, k3, torch.addcmul(p1, d, m, out=m).relu_()
+
+
+def _relu_layer(y, weight, bias):
+    """relu(y W^T + b) for y [B, H]: F.linear's addmm and an in-place relu (EasyTPP's DNN layer, bitwise)."""
+    return torch.addmm(bias, y, weight.T).relu_()
+
+
+def _rk4_relu_step(z, h, h2, weight, bias):
+    """EasyTPP's `rk4_step_method` on f(z) = relu(z W^T + b), bitwise (its operations in its order, fewer passes):
+    z + h (k1 + 2 k2 + 2 k3 + k4) / 6, stage inputs z + h/2 k1, z + h/2 k2, z + h k3. z [B, H], h = dt, h2 = dt / 2
+    [B, 1]. (addcmul would round differently here: its product and sum are one fused operation.)"""
+    k1 = _relu_layer(z, weight, bias)
+    k2 = _relu_layer(torch.mul(k1, h2).add_(z), weight, bias)
+    k3 = _relu_layer(torch.mul(k2, h2).add_(z), weight, bias)
+    k4 = _relu_layer(torch.mul(k3, h).add_(z), weight, bias)
+    # ((k1 + 2 k2) + 2 k3) + k4: alpha 2 is exact, so each add rounds once, as EasyTPP's
+    return k1.add_(k2, alpha=2.0).add_(k3, alpha=2.0).add_(k4).mul_(h).div_(6.0).add_(z)
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """torch's intra-op threads at 1 meanwhile (restored after): ODETPP's event-by-event solves are hundreds of
+    [B, H] products too small to split, where a second thread's hand-offs cost more than it does."""
+    n = torch.get_num_threads()
+    if n > 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if n > 1:
+            torch.set_num_threads(n)
+
+
+class _ODETPPSolves(torch.autograd.Function):
+    """EasyTPP ODETPP's `forward` (ode_tpp.py lines 175-205) for a one-layer ReLU MLP as the ODE function, every
+    event's `NeuralODE` solve in one node: left limit j = the solve from right limit j-1 over dt_j (`num_steps` RK4
+    steps of dt_j / num_steps, bitwise EasyTPP's), right limit j = left limit j + type embedding j, from zeros.
+    Backward: EasyTPP's adjoint RK4 solve per event (`NeuralODEAdjoint.backward`: z recomputed backward from the
+    event's left limit, the adjoint a with it), the parameters' adjoint, which the dynamics never read, kept as every
+    stage's vector-Jacobian factors and contracted in one product at the end, each event's scaled by mean(-dt) / 6
+    (EasyTPP's [B, P] state averaged over B). emb [B, L, H], dts [B, L] -> left limits [B, L-1, H], right [B, L, H]."""
 
     @staticmethod
-    def backward(ctx, g):
-        z0, dt, weight, bias = ctx.saved_tensors
-        g_z0 = torch.empty_like(z0)
-        g_w, g_b = torch.zeros_like(weight), torch.zeros_like(bias)
-        for r in _rows(g.size(0), math.prod(g.shape[1:])):
-            z, d, gr = z0[r], dt[r], g[r]
-            ys, ks = _RK4ReluStep.stages(z, d, weight, bias)
-            g_k = gr * d / 6.0  # d out / d k1 (k4: the same, k2 and k3: twice)
-            g_z = gr.sum_to_size(z.shape)
-            g_ks = [g_k, g_k * 2.0, g_k * 2.0, g_k]
-            for i, step in ((3, d), (2, d / 2.0), (1, d / 2.0), (0, None)):
-                g_a = torch.ops.aten.threshold_backward(g_ks[i], ks[i], 0)  # through relu: [..., S or 1, H]
-                if i == 0:
-                    g_a = g_a.sum_to_size(z.shape)  # k1 is shared by the S offsets
-                x = ys[i]
-                g_w.addmm_(g_a.reshape(-1, g_a.size(-1)).T, x.reshape(-1, x.size(-1)))
-                g_b.add_(g_a.reshape(-1, g_a.size(-1)).sum(0))
-                g_y = g_a @ weight  # dL/dy_i
-                g_z = g_z + g_y.sum_to_size(z.shape)  # y_i = z0 + step k_{i-1}
-                if step is not None:
-                    g_ks[i - 1] = g_ks[i - 1] + g_y * step
-            g_z0[r] = g_z
-        return g_z0, None, g_w, g_b
+    def forward(ctx, emb, dts, num_steps, weight, bias):
+        B, L, H = emb.shape
+        h = dts[..., None] * (1.0 / num_steps)  # [B, L, 1]: NeuralODEAdjoint's delta_t * dt_ratio
+        h2 = h / 2.0
+        lefts, rights = emb.new_empty(B, L, H), emb.new_empty(B, L, H)
+        right = emb.new_zeros(B, H)
+        with _one_thread():
+            for j in range(L):
+                z = right
+                for _ in range(num_steps):
+                    z = _rk4_relu_step(z, h[:, j], h2[:, j], weight, bias)
+                lefts[:, j] = z
+                right = torch.add(z, emb[:, j], out=rights[:, j])
+        ctx.num_steps = num_steps
+        ctx.save_for_backward(lefts, h, weight, bias)
+        return lefts[:, 1:].contiguous(), rights
+
+    @staticmethod
+    def backward(ctx, g_left, g_right):
+        lefts, h, weight, bias = ctx.saved_tensors
+        B, L, H = lefts.shape
+        n = ctx.num_steps
+        hb = -h  # [B, L, 1]: the backward solve's step
+        hb2, hb6, h2, h6 = hb / 2.0, hb / 6.0, h / 2.0, h / 6.0
+        # every stage's input y and factor g (the adjoint through the ReLU): dL/dW = sum scale g^T y, dL/db = sum scale g
+        ys, gs = (lefts.new_empty(L, n, 4, B, H) for _ in range(2))
+        g_emb = torch.empty_like(lefts)
+        carry = None  # dL/d(right limit j) from the solve of event j + 1
+        with _one_thread():
+            for j in range(L - 1, -1, -1):
+                g_r = g_right[:, j] if carry is None else g_right[:, j] + carry
+                g_emb[:, j] = g_r
+                a = g_r + g_left[:, j - 1] if j >= 1 else g_r  # dL/d(left limit j)
+                ys[j, 0, 0] = lefts[:, j]
+                for t in range(n):
+                    a = _adjoint_rk4_step(ys[j, t], gs[j, t], a, hb[:, j], hb2[:, j], hb6[:, j], h[:, j], h2[:, j],
+                                          h6[:, j], weight, bias, ys[j, t + 1, 0] if t + 1 < n else None)
+                carry = a
+        # [L, 1, 4]: mean(-dt) / 6 of the event (EasyTPP's scale; here with the sign of the negated adjoint folded
+        # in) times RK4's stage weights 1, 2, 2, 1
+        scale = h.mean(0)[:, 0].div(6.0)[:, None, None] * h.new_tensor([1.0, 2.0, 2.0, 1.0])
+        gs.mul_(scale[..., None, None])
+        g2, y2 = gs.view(-1, H), ys.view(-1, H)
+        return g_emb, None, None, g2.T @ y2, g2.sum(0)
+
+
+def _adjoint_rk4_step(y, g, a, hb, hb2, hb6, h, h2, h6, weight, bias, z_out):
+    """One RK4 step of EasyTPP's augmented adjoint dynamics (z' = f(z), a' = -a df/dz) with step hb = -h, for
+    f(z) = relu(z W^T + b): -a df/dz = -(a masked where f > 0) W, so the negated slopes are carried and h used for
+    a. y [4, B, H] holds the stage inputs (y[0] = z, written by the caller), g [4, B, H] receives each stage's a
+    masked where f > 0; z at the step's end goes to z_out (None: not needed). Returns a at the step's end."""
+    ks, qs = [], []
+    for s, (zs, as_) in enumerate(((hb2, h2), (hb2, h2), (hb, h), (None, None))):
+        k = _relu_layer(y[s], weight, bias)
+        torch.ops.aten.threshold_backward.grad_input(a if s == 0 else a_s, k, 0, grad_input=g[s])
+        q = torch.mm(g[s], weight)  # -dL/d(stage slope of a)
+        ks.append(k)
+        qs.append(q)
+        if zs is not None:
+            torch.addcmul(y[0], zs, k, out=y[s + 1])
+            a_s = torch.addcmul(a, as_, q)
+    if z_out is not None:
+        torch.addcmul(y[0], hb6, ks[0].add_(ks[1], alpha=2.0).add_(ks[2], alpha=2.0).add_(ks[3]), out=z_out)
+    return torch.addcmul(a, h6, qs[0].add_(qs[1], alpha=2.0).add_(qs[2], alpha=2.0).add_(qs[3]))
+
+
+def _odetpp_forward(self, time_delta_seqs, type_seqs):
+    """EasyTPP ODETPP's `forward` (ode_tpp.py lines 175-205) by `_ODETPPSolves` where its NeuralODE is RK4 on a
+    one-layer ReLU MLP whose parameters are its `params` and the time deltas need no gradient, else EasyTPP's."""
+    ode = self.layer_neural_ode
+    linears = relu_mlp(ode.model)
+    ours = [] if linears is None else [linears[0].weight, linears[0].bias]
+    emb = self.layer_type_emb(type_seqs)  # [B, L, H]
+    if linears is None or len(linears) != 1 or ode.solver.__name__ != "rk4_step_method" \
+            or time_delta_seqs.requires_grad or time_delta_seqs.dtype != emb.dtype \
+            or len(ode.params) != 2 or any(p is not q for p, q in zip(ode.params, ours)):
+        return super(type(self), self).forward(time_delta_seqs, type_seqs)
+    return _ODETPPSolves.apply(emb, time_delta_seqs, ode.num_sample_times, *ours)
 
 
 def _ode_states_at_sample_times(self, state_ti_plus, sample_dtimes):
     """EasyTPP ODETPP's `compute_states_at_sample_times` (ode_tpp.py lines 254-272): one RK4 step from the right
-    limits, by `_RK4ReluStep` where the ODE function is one Linear + ReLU layer, else by EasyTPP's solver."""
+    limits, by `_RK4ReluGrid` where the ODE function is one Linear + ReLU layer, else by EasyTPP's solver."""
     linears = relu_mlp(self.event_model)
     z0, dt = state_ti_plus[..., None, :], sample_dtimes[..., None]  # [B, L, 1, H], [B, L, S, 1]
     if linears is None or len(linears) != 1 or self.solver.__name__ != "rk4_step_method" or dt.requires_grad \
-            or z0.size(0) != dt.size(0):
+            or state_ti_plus.shape[:-1] != sample_dtimes.shape[:-1]:
         return self.solver(diff_func=self.event_model, dt=dt, z0=z0)
-    return _RK4ReluStep.apply(z0, dt, linears[0].weight, linears[0].bias)
+    H, S = z0.size(-1), dt.size(-2)
+    out = _RK4ReluGrid.apply(z0.reshape(-1, 1, H), dt.reshape(-1, S, 1), linears[0].weight, linears[0].bias)
+    return out.view(*sample_dtimes.shape, H)  # [B, L, S, H]
 
 
 def _replace_modules(model: nn.Module, cls_name: str, make) -> int:
@@ -438,24 +588,23 @@ def _swap_class(model: nn.Module, name: str, make) -> int:
     return len(found)
 
 
-def _method_swap(name: str, module: str, cls: str, method: str, impl) -> Callable[[nn.Module], int]:
-    """A replacement `name`: every `cls` (EasyTPP's `module`) in a model becomes a subclass whose `method` is `impl`."""
+def _method_swap(name: str, module: str, cls: str, **methods) -> Callable[[nn.Module], int]:
+    """A replacement `name`: every `cls` (EasyTPP's `module`) in a model becomes a subclass with `methods` replaced."""
     def swap(model: nn.Module) -> int:
-        return _swap_class(model, cls, lambda: _fused_class(module, cls, method, impl))
+        return _swap_class(model, cls, lambda: _fused_class(module, cls, methods))
     swap.__name__ = swap.__qualname__ = name
     return swap
 
 
-fuse_ct_lstm_decay = _method_swap("fuse_ct_lstm_decay", "easy_tpp.model.nhp", "ContTimeLSTMCell", "decay",
-                                  _ct_lstm_cell_decay)
-fuse_nhp_get_states = _method_swap("fuse_nhp_get_states", "easy_tpp.model.nhp", "NHP", "get_states", _nhp_get_states)
-fuse_sahp_decay = _method_swap("fuse_sahp_decay", "easy_tpp.model.sahp", "SAHP", "state_decay", _sahp_state_decay)
+fuse_ct_lstm_decay = _method_swap("fuse_ct_lstm_decay", "easy_tpp.model.nhp", "ContTimeLSTMCell",
+                                  decay=_ct_lstm_cell_decay)
+fuse_nhp_get_states = _method_swap("fuse_nhp_get_states", "easy_tpp.model.nhp", "NHP", get_states=_nhp_get_states)
+fuse_sahp_decay = _method_swap("fuse_sahp_decay", "easy_tpp.model.sahp", "SAHP", state_decay=_sahp_state_decay)
 fuse_cumul_hazard = _method_swap("fuse_cumul_hazard", "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork",
-                                 "forward", _cumul_hazard_forward)
-fuse_neural_ode = _method_swap("fuse_neural_ode", "easy_tpp.model.ode_tpp", "NeuralODE", "forward",
-                               _neural_ode_forward)
-fuse_ode_sample_states = _method_swap("fuse_ode_sample_states", "easy_tpp.model.ode_tpp", "ODETPP",
-                                      "compute_states_at_sample_times", _ode_states_at_sample_times)
+                                 forward=_cumul_hazard_forward)
+fuse_neural_ode = _method_swap("fuse_neural_ode", "easy_tpp.model.ode_tpp", "NeuralODE", forward=_neural_ode_forward)
+fuse_odetpp = _method_swap("fuse_odetpp", "easy_tpp.model.ode_tpp", "ODETPP", forward=_odetpp_forward,
+                           compute_states_at_sample_times=_ode_states_at_sample_times)
 
 
 # ------------------------------------------------------------------ THP (issue 27, item 2: THP's own replacements)
@@ -546,17 +695,17 @@ def _thp_states_at_sample_times(self, event_states, sample_dtimes):
     return _AffineInTime.apply(decay, s, c, base)
 
 
-fuse_attention = _method_swap("fuse_attention", "easy_tpp.model.baselayer", "MultiHeadAttention", "forward",
-                              _mha_forward)
-fuse_thp_states = _method_swap("fuse_thp_states", "easy_tpp.model.thp", "THP", "compute_states_at_sample_times",
-                                _thp_states_at_sample_times)
+fuse_attention = _method_swap("fuse_attention", "easy_tpp.model.baselayer", "MultiHeadAttention",
+                              forward=_mha_forward)
+fuse_thp_states = _method_swap("fuse_thp_states", "easy_tpp.model.thp", "THP",
+                               compute_states_at_sample_times=_thp_states_at_sample_times)
 
 
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
 FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states),
          "THP": (fuse_scaled_softplus, fuse_attention, fuse_thp_states),
          "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,),
-         "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_ode_sample_states)}
+         "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_odetpp)}
 
 
 def fuse(class_name: str, model: nn.Module) -> nn.Module:
