@@ -199,62 +199,6 @@ def attend_heads(qkv: torch.Tensor, heads: int, bias: torch.Tensor | None, causa
     return torch.cat(out, dim=-1)
 
 
-class _DropInPlace(torch.autograd.Function):
-    """x <- Drop(x) over x's own buffer: `models.dropout`'s numbers (0 + scale * x * kept, one `addcmul`) and its
-    gradient, one activation buffer less (GELU saves its input, not its output)."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, kept: torch.Tensor, scale: float) -> torch.Tensor:
-        ctx.mark_dirty(x)
-        ctx.save_for_backward(kept)
-        ctx.scale = scale
-        return torch.addcmul(x.new_zeros(()), x, kept, value=scale, out=x)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (kept,) = ctx.saved_tensors
-        return torch.addcmul(grad.new_zeros(()), grad, kept, value=ctx.scale), None, None
-
-
-class _AddDropInPlace(torch.autograd.Function):
-    """y <- x + Drop(y) over y's buffer: `models.dropout.add_dropout`'s numbers (x + scale * y * kept) and gradients."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, y: torch.Tensor, kept: torch.Tensor, scale: float) -> torch.Tensor:
-        ctx.mark_dirty(y)
-        ctx.save_for_backward(kept)
-        ctx.scale = scale
-        return torch.addcmul(x, y, kept, value=scale, out=y)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (kept,) = ctx.saved_tensors
-        return grad, torch.addcmul(grad.new_zeros(()), grad, kept, value=ctx.scale), None, None
-
-
-def _own_masked(y: torch.Tensor, p: float, training: bool) -> bool:
-    """Whether `models.dropout` draws y's mask itself (not `F.dropout`) and y is a buffer of its own (no view), so
-    that its dropout may be written over it."""
-    return (dropout_module.ENABLED and training and 0.0 < p < 1.0 and y.device.type == "cpu"
-            and y.numel() >= dropout_module.MIN_ELEMENTS and y._base is None and y.is_contiguous())
-
-
-def drop_in_place(y: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """`models.dropout.dropout(y, p, training)` (the same mask, the same numbers), over y where y is a fresh
-    activation that nothing saved; the caller must not read y again."""
-    if not _own_masked(y, p, training):
-        return dropout_module.dropout(y, p, training)
-    return _DropInPlace.apply(y, dropout_module.kept_mask(y.shape, p, y.dtype), 1.0 / (1.0 - p))
-
-
-def add_drop_in_place(x: torch.Tensor, y: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """`models.dropout.add_dropout(x, y, p, training)` (the same mask, the same numbers), over y as
-    `drop_in_place`."""
-    if not (_own_masked(y, p, training) and x.shape == y.shape and x.dtype == y.dtype):
-        return dropout_module.add_dropout(x, y, p, training)
-    return _AddDropInPlace.apply(x, y, dropout_module.kept_mask(y.shape, p, y.dtype), 1.0 / (1.0 - p))
-
-
 def in_blocks(fn, rows: int, *xs: torch.Tensor) -> torch.Tensor:
     """fn(*xs) for a row-wise fn, on blocks of `rows` rows (dim 0) of the xs, concatenated: the same outputs, each
     block's activations still in cache for the next operation; one call when rows is 0 or covers them all."""
@@ -294,6 +238,12 @@ class TransformerLayer(nn.Module):
         self.dropout = Dropout(dropout)
         self.fused = fused
 
+    def _fused_attention(self, h: torch.Tensor, causal: bool) -> torch.Tensor:
+        att = self.attention
+        qkv = F.linear(h, att.in_proj_weight, att.in_proj_bias)  # (B, L, d) -> (B, L, 3d)
+        out = attend_heads(qkv, att.num_heads, None, causal, att.dropout, self.training)  # (B, L, d)
+        return F.linear(out, att.out_proj.weight, att.out_proj.bias)
+
     def forward_packed(self, x: torch.Tensor, pack: Packing, causal: bool = False) -> torch.Tensor:
         """The layer on packed tokens x (T, d) -> (T, d): every per-token operation on the kept tokens
         only, the attention on the compact (B, W) layout with `pack.key_bias` on its keys."""
@@ -312,30 +262,23 @@ class TransformerLayer(nn.Module):
         """Tokens x (T, d) and their attention heads out (T, d) -> the layer's output (T, d)."""
         att = self.attention
         x = self._residual(x, F.linear(out, att.out_proj.weight, att.out_proj.bias))
-        return self._residual(x, self.ffn_out(drop_in_place(F.gelu(self.ffn_in(self.norm_ffn(x))), self.dropout.p,
-                                                            self.training)))
+        return self._residual(x, self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
 
     def _residual(self, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
-        """x + Drop(branch), one pass where the mask is drawn by `models.dropout`, written over a fresh branch."""
-        return add_drop_in_place(x, branch, self.dropout.p, self.training)
+        """x + Drop(branch), one pass where the mask is drawn by `models.dropout`."""
+        return dropout_module.add_dropout(x, branch, self.dropout.p, self.training)
 
     def forward(self, x: torch.Tensor, causal: bool = False,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, L, d) -> (B, L, d) and, if asked, the head-averaged attention (B, L, L), rows = queries."""
-        if self.fused and not need_weights:
-            batch, length, dim = x.shape
-            tokens = x.reshape(batch * length, dim)  # (B L, d): the row-wise work on 2-D tokens, fresh outputs
-            att = self.attention
-            qkv = F.linear(self.norm_attn(tokens), att.in_proj_weight, att.in_proj_bias)  # (B L, 3d)
-            # (B L, 3d) -> (B, L, 3d) -> heads (B, L, d) -> (B L, d)
-            out = attend_heads(qkv.view(batch, length, 3 * dim), att.num_heads, None, causal, att.dropout,
-                               self.training).reshape(batch * length, dim)
-            return self._after_attention(tokens, out).view(batch, length, dim), None
         h = self.norm_attn(x)
-        length = x.shape[1]
-        # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
-        mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
-        out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
+        if self.fused and not need_weights:
+            out, weights = self._fused_attention(h, causal), None
+        else:
+            length = x.shape[1]
+            # (L, L) bool, True above the diagonal = key after query: not allowed under the causal mask
+            mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
+            out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
         x = self._residual(x, out)
         x = self._residual(x, self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
         return x, weights
