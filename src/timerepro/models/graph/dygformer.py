@@ -142,7 +142,35 @@ class CooccurrenceEncoder(nn.Module):
             max_count = int(counts.max()) if counts.numel() else 0
         # values 0..max -> (max+1, 1) -> table (max+1, d); counts (B, L, 2) -> (B, L, 2, d) -> sum -> (B, L, d)
         values = torch.arange(max_count + 1, device=counts.device, dtype=counts.dtype)
-        return self.encode(values.unsqueeze(-1))[counts.long()].sum(dim=2)
+        return lookup_rows(self.encode(values.unsqueeze(-1)), counts.long()).sum(dim=2)
+
+
+class _RowLookup(torch.autograd.Function):
+    """table[index] whose backward adds the rows' gradients with `index_add_` (one pass, in index order at any
+    thread count) instead of autograd's `index_put_(accumulate=True)`, whose CPU kernel adds them with atomics
+    across threads in no fixed order (two threads: other bits from one process to the next)."""
+
+    @staticmethod
+    def forward(ctx, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.rows = table.shape[0]
+        return table[index]
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (index,) = ctx.saved_tensors
+        width = grad.shape[-1]
+        # (..., d) -> (N, d) summed into (rows, d) by index, in index order
+        out = grad.new_zeros(ctx.rows, width).index_add_(0, index.reshape(-1), grad.reshape(-1, width))
+        return out, None
+
+
+def lookup_rows(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """table (R, d)[index (...)] -> (..., d); on CPU with a gradient that one thread or two give bit for bit
+    (`_RowLookup`: the same bits as autograd's own at one thread); elsewhere autograd's own."""
+    if table.device.type != "cpu" or not torch.is_grad_enabled() or not table.requires_grad:
+        return table[index]
+    return _RowLookup.apply(table, index)
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, causal: bool,
