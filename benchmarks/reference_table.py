@@ -20,25 +20,32 @@ Protocol, the same for both sides of a row:
 * one process per (implementation, model, seed), the reference's and the project's alternately, each with
   `--threads` torch threads (OMP/MKL too); peak memory is the process's peak resident set (imports included);
 * steps: batches of the training edges from edge 30,000 on, each with as many random negatives (the positive
-  sources, uniformly drawn destinations, the same draws on both sides); one untimed warm-up step, then
-  `--batches` timed training steps (scores, BCE, backward, Adam at lr 1e-4; memory models commit the batch),
-  then `--batches` + 1 evaluation steps on the following edges (no gradients, first untimed);
+  sources, uniformly drawn destinations, the same draws on both sides); one untimed warm-up step, then n timed
+  training steps (scores, BCE, backward, Adam at lr 1e-4; memory models commit the batch), then n + 1 evaluation
+  steps on the following edges (no gradients, first untimed); n is `--batches`, else the family's default (`STEPS`,
+  `HEAVY_STEPS`; reference_rows' modules their own `STEPS`);
+* clock: every step is timed on its own (`reference_rows.timing`: wall and CPU seconds of the process, every
+  thread, and its minor page faults); a process's figure is its median timed step, so that one disturbed step
+  does not move it (two timed steps and a median over three processes could not settle 2x: issue 27);
 * metric after those steps: the mean training loss of the timed steps and the AP of the evaluation batches
   (positives against their negatives, pooled). The two sides start from their own seeded initialisations (the
   weights are not shared here: `graph_dyglib_bench.py` does that for TGAT and DyGFormer), so the metrics are
   two draws of one process, to be read against their spread over the seeds;
 * floor: DyGFormer's is `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
   shapes (the attention's q k^T and weighted values included); TCL's (`OWN_FLOOR`, `measure_products`) is the
-  self time of the project's own matrix products under torch.profiler, plus the attention's q k^T and weighted values
-  inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the kernel's own time (an exact
-  implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time
-  over a floor bounds what that float32 work allows, and the project's products over its own step is the fraction
-  of the floor it reaches.
-Throughput is batches per second; a ratio is project / reference, the median over the seeds.
+  project's own matrix products at the shapes torch.profiler recorded over `FLOOR_STEPS` steps, replayed outside
+  the profiler (its per-kernel cost made the profiled figure exceed an unprofiled step), plus the attention's
+  q k^T and weighted values inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the
+  kernel's own time (an exact implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md);
+  the reference's step over a floor bounds what that float32 work allows, and the floor over each project
+  process's median step (the table's, unprofiled) is the fraction of the floor it reaches.
+Throughput is batches per second (1 / the median step); a ratio x is project / reference of each alternated pair
+of processes, printed as median [min-max] over the pairs, on wall and on CPU seconds (CPU: the figure to read on a
+loaded machine), with a verdict at 2x ('undecided' when the pairs straddle it); the floors' fractions likewise at 0.8.
 
 Run (from the repository root, with the project's .venv and PYTHONPATH=src; einops on the path for DyG-Mamba):
     PYTHONPATH=src:/path/to/pylib nice -n 19 python benchmarks/reference_table.py --dyglib DIR \
-        --dyg-mamba DIR --mamba-ssm DIR [--seeds 3] [--batches 3] [--threads 1] [--models tgat ...]
+        --dyg-mamba DIR --mamba-ssm DIR [--seeds 3] [--batches N] [--threads 1] [--models tgat ...]
 """
 
 from __future__ import annotations

@@ -29,11 +29,11 @@ ALIAS = {"aten::_addmm_activation": "addmm"}  # replayed as the product alone (i
 
 
 def timed_iter(items, record: dict):
-    """The items, recording into `record` (lists wall, cpu, minflt) each item's fetch and the consumer's work on it
+    """The items, recording into `record` (lists wall, cpu, sys, minflt) each item's fetch and the consumer's work on it
     (the time from asking for the item to asking for the next): a loop's steps, timed from outside the loop."""
     it = iter(items)
     while True:
-        f, w, c = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter(), time.process_time()
+        r, w, c = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter(), time.process_time()
         try:
             item = next(it)
         except StopIteration:
@@ -41,15 +41,17 @@ def timed_iter(items, record: dict):
         yield item
         record["wall"].append(time.perf_counter() - w)
         record["cpu"].append(time.process_time() - c)
-        record["minflt"].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        record["sys"].append(after.ru_stime - r.ru_stime)  # the kernel's share of cpu: page faults, unmapping
+        record["minflt"].append(after.ru_minflt - r.ru_minflt)
 
 
 def new_record() -> dict:
-    return {"wall": [], "cpu": [], "minflt": []}
+    return {"wall": [], "cpu": [], "sys": [], "minflt": []}
 
 
 def timed(step, items) -> tuple[list, dict]:
-    """`step(item)` for each item; the results and, per call, its wall and CPU seconds and minor page faults."""
+    """`step(item)` for each item; the results and, per call, its wall, CPU and system seconds and minor page faults."""
     record = new_record()
     return [step(item) for item in timed_iter(items, record)], record
 
@@ -123,12 +125,12 @@ def verdict(values, target: float) -> str:
 
 
 def describe(res: dict) -> str:
-    """One process's result on one line: its scalars, then each phase's steps (wall / CPU seconds, minor faults;
-    the warm-up's first)."""
+    """One process's result on one line: its scalars, then each phase's steps (wall / CPU / system seconds, minor
+    faults; the warm-up's first)."""
     scalars = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in res.items()
                         if not isinstance(v, dict))
-    steps = "; ".join(f"{k}: wall {' '.join(f'{x:.3f}' for x in v['wall'])} | cpu "
-                      f"{' '.join(f'{x:.3f}' for x in v['cpu'])} | minflt {' '.join(str(x) for x in v['minflt'])}"
+    steps = "; ".join(f"{k}: " + " | ".join(f"{clock} " + " ".join(f"{x:.3f}" if isinstance(x, float) else str(x)
+                                                                  for x in v[clock]) for clock in v)
                       for k, v in res.items() if isinstance(v, dict))
     return scalars + (f"; {steps}" if steps else "")
 
