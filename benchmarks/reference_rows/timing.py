@@ -105,7 +105,16 @@ def clocked(fn, repeats: int) -> tuple[float, float]:
 
 def pair_ratios(runs: dict, key: str) -> list[float]:
     """Reference step / project step (`key`: a seconds figure) of each alternated pair of processes."""
-    return [r[key] / p[key] for p, r in zip(runs["project"], runs["reference"]) if key in p and key in r]
+    pairs = [(_seconds(r, key), _seconds(p, key)) for p, r in zip(runs["project"], runs["reference"])]
+    return [r / p for r, p in pairs if r is not None and p is not None]
+
+
+def _seconds(result: dict, key: str) -> float | None:
+    """A process's `key`; a family that times its steps as one block (SWINIT) has no `<phase>_step_s`: 1 / its rate."""
+    rate = key.replace("_step_s", "_bps")
+    if key in result:
+        return result[key]
+    return 1.0 / result[rate] if key.endswith("_step_s") and rate in result else None
 
 
 def spread(values) -> str:

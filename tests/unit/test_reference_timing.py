@@ -46,6 +46,8 @@ def test_ratios_pair_the_alternated_processes_and_the_verdict_says_when_the_spre
             "project": [{"train_step_s": 1.0}, {"train_step_s": 1.0}, {"train_step_s": 1.0}]}
     ratios = timing.pair_ratios(runs, "train_step_s")
     assert ratios == [2.0, 3.0]  # the third pair's reference failed: no ratio
+    block = {"reference": [{"train_bps": 1.0}], "project": [{"train_bps": 4.0}]}  # steps timed as one block
+    assert timing.pair_ratios(block, "train_step_s") == [4.0] and timing.pair_ratios(block, "train_cpu_s") == []
     assert timing.spread(ratios) == "2.50 [2.00-3.00]" and timing.spread([1.5]) == "1.50" and timing.spread([]) == "-"
     assert timing.verdict(ratios, 2.0) == "yes"
     assert timing.verdict([1.5, 2.5], 2.0) == "undecided"
