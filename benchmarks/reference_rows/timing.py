@@ -145,14 +145,16 @@ def describe(res: dict) -> str:
 
 
 def ratio_note(name: str, runs: dict) -> str:
-    """The line under a row: each phase's x (wall, and CPU seconds) over the alternated pairs, with the verdict at 2x
-    on wall seconds ('undecided' when the pairs straddle it)."""
+    """The line under a row: each phase's x on wall and on CPU seconds over the alternated pairs, each with its verdict
+    at 2x ('undecided' when the pairs straddle it)."""
     parts = []
     for phase, key in (("training", "train"), ("evaluation", "eval")):
         wall, cpu = pair_ratios(runs, f"{key}_step_s"), pair_ratios(runs, f"{key}_cpu_s")
         if wall:
-            parts.append(f"{phase} {spread(wall)} (CPU seconds {spread(cpu)}): >= 2x {verdict(wall, 2.0)}")
-    return f"  x {name} over {len(pair_ratios(runs, 'eval_step_s'))} pairs: " + "; ".join(parts) if parts else ""
+            parts.append(f"{phase} wall {spread(wall)} (>= 2x {verdict(wall, 2.0)}), CPU seconds {spread(cpu)} "
+                         f"(>= 2x {verdict(cpu, 2.0)})")
+    pairs = max(len(pair_ratios(runs, f"{k}_step_s")) for k in ("train", "eval"))
+    return f"  x {name} over {pairs} pairs: " + "; ".join(parts) if parts else ""
 
 
 def floor_text(runs: dict, floors: dict) -> str:

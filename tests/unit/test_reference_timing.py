@@ -54,7 +54,8 @@ def test_ratios_pair_the_alternated_processes_and_the_verdict_says_when_the_spre
     assert timing.verdict([1.5, 1.9], 2.0) == "no"
     note = timing.ratio_note("m", {**runs, "reference": [{"train_step_s": 2.0, "eval_step_s": 1.0}] * 3,
                                    "project": [{"train_step_s": 1.0, "eval_step_s": 0.8}] * 3})
-    assert "training 2.00 [2.00-2.00]" in note and "evaluation 1.25 [1.25-1.25]" in note and ">= 2x no" in note
+    assert "training wall 2.00 [2.00-2.00] (>= 2x yes), CPU seconds - (>= 2x -)" in note
+    assert "evaluation wall 1.25 [1.25-1.25] (>= 2x no)" in note and note.startswith("  x m over 3 pairs")
 
 
 def test_the_floor_fraction_is_the_floor_over_each_projects_unprofiled_step():
