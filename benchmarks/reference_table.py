@@ -20,25 +20,32 @@ Protocol, the same for both sides of a row:
 * one process per (implementation, model, seed), the reference's and the project's alternately, each with
   `--threads` torch threads (OMP/MKL too); peak memory is the process's peak resident set (imports included);
 * steps: batches of the training edges from edge 30,000 on, each with as many random negatives (the positive
-  sources, uniformly drawn destinations, the same draws on both sides); one untimed warm-up step, then
-  `--batches` timed training steps (scores, BCE, backward, Adam at lr 1e-4; memory models commit the batch),
-  then `--batches` + 1 evaluation steps on the following edges (no gradients, first untimed);
+  sources, uniformly drawn destinations, the same draws on both sides); one untimed warm-up step, then n timed
+  training steps (scores, BCE, backward, Adam at lr 1e-4; memory models commit the batch), then n + 1 evaluation
+  steps on the following edges (no gradients, first untimed); n is `--batches`, else the family's default (`STEPS`,
+  `HEAVY_STEPS`; reference_rows' modules their own `STEPS`);
+* clock: every step is timed on its own (`reference_rows.timing`: wall and CPU seconds of the process, every
+  thread, and its minor page faults); a process's figure is its median timed step, so that one disturbed step
+  does not move it (two timed steps and a median over three processes could not settle 2x: issue 27);
 * metric after those steps: the mean training loss of the timed steps and the AP of the evaluation batches
   (positives against their negatives, pooled). The two sides start from their own seeded initialisations (the
   weights are not shared here: `graph_dyglib_bench.py` does that for TGAT and DyGFormer), so the metrics are
   two draws of one process, to be read against their spread over the seeds;
 * floor: DyGFormer's is `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
   shapes (the attention's q k^T and weighted values included); TCL's (`OWN_FLOOR`, `measure_products`) is the
-  self time of the project's own matrix products under torch.profiler, plus the attention's q k^T and weighted values
-  inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the kernel's own time (an exact
-  implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md); the reference step time
-  over a floor bounds what that float32 work allows, and the project's products over its own step is the fraction
-  of the floor it reaches.
-Throughput is batches per second; a ratio is project / reference, the median over the seeds.
+  project's own matrix products at the shapes torch.profiler recorded over `FLOOR_STEPS` steps, replayed outside
+  the profiler (its per-kernel cost made the profiled figure exceed an unprofiled step), plus the attention's
+  q k^T and weighted values inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the
+  kernel's own time (an exact implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md);
+  the reference's step over a floor bounds what that float32 work allows, and the floor over each project
+  process's median step (the table's, unprofiled) is the fraction of the floor it reaches.
+Throughput is batches per second (1 / the median step); a ratio x is project / reference of each alternated pair
+of processes, printed as median [min-max] over the pairs, on wall and on CPU seconds (CPU: the figure to read on a
+loaded machine), with a verdict at 2x ('undecided' when the pairs straddle it); the floors' fractions likewise at 0.8.
 
 Run (from the repository root, with the project's .venv and PYTHONPATH=src; einops on the path for DyG-Mamba):
     PYTHONPATH=src:/path/to/pylib nice -n 19 python benchmarks/reference_table.py --dyglib DIR \
-        --dyg-mamba DIR --mamba-ssm DIR [--seeds 3] [--batches 3] [--threads 1] [--models tgat ...]
+        --dyg-mamba DIR --mamba-ssm DIR [--seeds 3] [--batches N] [--threads 1] [--models tgat ...]
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ from pathlib import Path
 import numpy as np
 
 import reference_rows
+from reference_rows.timing import (clocked, describe, floor_text, pair_ratios, ratio_note, recorded_products,
+                                   replay_seconds, spread, summary, timed)
 from dyglib_harness import LR, N_FEAT, REFERENCE, Reference  # the reference side, shared with graph_dyglib_bench.py
 
 HERE = Path(__file__).resolve().parent
@@ -66,6 +75,8 @@ MODELS = tuple(REFERENCE)
 OWN_FLOOR = ("tcl",)  # floor from the project's own products (`measure_products`)
 PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")  # the matrix products of a floor
 HEAVY = ("cawn", "dyg_mamba")  # minutes per process on one starved core: fewer seeds (--heavy-seeds)
+STEPS, HEAVY_STEPS = 6, 2  # timed steps per phase and process unless --batches says (a process's figure: their median)
+FLOOR_STEPS = 2  # profiled steps whose product calls a floor replays (`measure_products`)
 SOURCE = {"dyg_mamba": "DyG-Mamba authors (selective_scan_ref)"}  # else DyGLib
 # references not measured, with the reason (printed as rows of the table)
 NOT_MEASURED = {
@@ -78,6 +89,11 @@ NOT_MEASURED = {
 
 def batch_size(name: str) -> int:
     return REFERENCE[name].get("batch", 200)
+
+
+def steps(args, name: str) -> int:
+    """Timed steps per phase of a graph row's processes: --batches, else the family's default."""
+    return args.batches or (HEAVY_STEPS if name in HEAVY else STEPS)
 
 
 # ------------------------------------------------------------------ shared inputs
@@ -194,22 +210,17 @@ def measure(impl: str, name: str, paths: dict, n: int, threads: int, seed: int) 
     out = {"n_parameters": m.n_parameters()}
     if opt is not None:
         m.start(True)
-        m.train_step(opt, train_b[0])  # warm-up
-        t0 = time.perf_counter()
-        losses = [m.train_step(opt, b) for b in train_b[1:]]
-        out.update(train_bps=n / (time.perf_counter() - t0), loss=float(np.mean(losses)))
+        _, warm = timed(lambda b: m.train_step(opt, b), train_b[:1])
+        losses, steps = timed(lambda b: m.train_step(opt, b), train_b[1:])
+        out.update(summary("train", warm, steps), loss=float(np.mean(losses)))
     elif impl == "project":  # EdgeBank: no training; its history is every edge before the batch on both sides
         for b in train_b:
             m.state.observe(*b[:4])
     m.start(False)
-    m.eval_step(eval_b[0])
-    pos, neg = [], []
-    t0 = time.perf_counter()
-    for b in eval_b[1:]:
-        p, q = m.eval_step(b)
-        pos.append(p.float().numpy())
-        neg.append(q.float().numpy())
-    out["eval_bps"] = n / (time.perf_counter() - t0)
+    _, warm = timed(m.eval_step, eval_b[:1])
+    scored, steps = timed(m.eval_step, eval_b[1:])
+    out.update(summary("eval", warm, steps))
+    pos, neg = [p.float().numpy() for p, _ in scored], [q.float().numpy() for _, q in scored]
     scores = np.concatenate(pos + neg)
     labels = np.concatenate([np.ones(sum(map(len, pos))), np.zeros(sum(map(len, neg)))])
     out["ap"] = float(average_precision_score(labels, scores))
@@ -217,12 +228,12 @@ def measure(impl: str, name: str, paths: dict, n: int, threads: int, seed: int) 
     return out
 
 
-def attention_products_s(shapes: list, train: bool, threads: int, repeats: int = 3) -> float:
-    """Seconds of the products of the fused attention calls whose (q, k) shapes (B, H, Lq, d_h), (B, H, Lk, d_h) are
+def attention_products_s(shapes: list, train: bool, threads: int, repeats: int = 3) -> tuple[float, float]:
+    """(wall, CPU) seconds of the products of the fused attention calls whose (q, k) shapes (B, H, Lq, d_h), (B, H, Lk, d_h) are
     given: forward q k^T (Lq, Lk) and the weights times v (Lq, d_h) per batch-head, in training also their four
     backward products (dA = dO v^T, dV = A^T dO, dQ = dS k, dK = dS^T q), as `bmm` at those shapes (the products
     `scaled_dot_product_attention`'s kernel does inside, which the profiler cannot separate); inputs drawn before
-    the clock starts; the median of `repeats`."""
+    the clock starts; the medians of `repeats` (`clocked`)."""
     import torch
 
     torch.set_num_threads(threads)
@@ -237,24 +248,18 @@ def attention_products_s(shapes: list, train: bool, threads: int, repeats: int =
         if train:
             pairs += [(do, v.transpose(1, 2)), (a.transpose(1, 2), do), (a, k), (a.transpose(1, 2), q)]
         runs.append(pairs)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for pairs in runs:
-            for x, y in pairs:
-                torch.bmm(x, y)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return clocked(lambda: [torch.bmm(x, y) for pairs in runs for x, y in pairs], repeats)
 
 
 ATTENTION_KERNEL = "aten::_scaled_dot_product_flash_attention_for_cpu"  # the fused kernel measure_products opens
 
 
 def measure_products(name: str, paths: dict, n: int, threads: int, seed: int) -> dict:
-    """The project's steps under torch.profiler: seconds per training and per evaluation step (wall, profiled) and
-    the self time of their matrix products (`PRODUCTS`) in them, on `measure`'s batches, plus the attention's own
-    products inside the fused attention kernel (`attention_products_s` at the shapes the profiler recorded, at most
-    the kernel's own time: they count in DyGFormer's floor too)."""
+    """The seconds per training and per evaluation step of the project's matrix products (`PRODUCTS`) on `measure`'s
+    batches, without the profiler's cost: the steps run under torch.profiler only to record each product call's
+    shapes, which are then replayed outside it (`replay_seconds`), plus the attention's own products inside the fused
+    attention kernel (`attention_products_s` at the shapes the profiler recorded, at most the kernel's profiled time:
+    they count in DyGFormer's floor too). `<mode>_profiled_s`: the products' profiled self time, for comparison."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -270,17 +275,17 @@ def measure_products(name: str, paths: dict, n: int, threads: int, seed: int) ->
         step = (lambda b: m.train_step(opt, b)) if mode == "train" else m.eval_step
         step(steps[0])  # warm-up
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-            t0 = time.perf_counter()
             for b in steps[1:]:
                 step(b)
-            out[f"{mode}_s"] = (time.perf_counter() - t0) / n
-        events = prof.events()
-        out[f"{mode}_products_s"] = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCTS) / 1e6 / n
-        shapes = [tuple(e.input_shapes[:2]) for e in events if e.name == ATTENTION_KERNEL]
+        out[f"{mode}_profiled_s"] = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCTS) / 1e6 / n
+        shapes = [tuple(e.input_shapes[:2]) for e in prof.events() if e.name == ATTENTION_KERNEL]
         # the kernel does those products and more: never count more than its own time (forward and backward)
         kernel_s = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key.startswith(ATTENTION_KERNEL)) / 1e6
-        out[f"{mode}_attention_products_s"] = min(attention_products_s(shapes, mode == "train", threads), kernel_s) / n
-        out[f"{mode}_products_s"] += out[f"{mode}_attention_products_s"]
+        attention = attention_products_s(shapes, mode == "train", threads)
+        replayed = replay_seconds(recorded_products(prof, PRODUCTS))
+        for i, clock in enumerate(("", "_cpu")):
+            out[f"{mode}_attention_products{clock}_s"] = min(attention[i], kernel_s) / n
+            out[f"{mode}_products{clock}_s"] = replayed[i] / n + out[f"{mode}_attention_products{clock}_s"]
     return out
 
 
@@ -295,7 +300,8 @@ def child(args, impl: str, name: str, seed: int, mode: str = "one") -> dict:
         cmd = [sys.executable, str(HERE / "graph_dyglib_bench.py"), "--one", "project", "dygformer", "floor",
                "--dyglib", args.dyglib, "--threads", str(args.threads)]
     else:
-        cmd = [sys.executable, __file__, "--one", impl, name, str(seed), "--batches", str(args.batches),
+        n = FLOOR_STEPS if mode == "products" else steps(args, name)
+        cmd = [sys.executable, __file__, "--one", impl, name, str(seed), "--batches", str(n),
                "--threads", str(args.threads)] + sum(([f"--{k.replace('_', '-')}", v] for k, v in paths_of(args).items()), [])
         cmd += ["--products"] if mode == "products" else []
     return reference_rows.run_json(cmd, env, args.timeout)
@@ -324,23 +330,26 @@ def mean_sd(values) -> str:
 
 
 def row(name: str, runs: dict, source: str | None = None, batch: int | None = None, metric: str = "ap") -> list[str]:
+    """A row: rates (median over processes of 1 / each one's median step), x = project / reference of each
+    alternated pair (median [min-max]), on wall seconds and on CPU seconds (every thread), memory, loss, metric."""
     ref, ours = runs["reference"], runs["project"]
-    ratio = lambda key: median([p[key] / r[key] if key in p and key in r else None for p, r in zip(ours, ref)])  # noqa: E731
-    return [name, source or SOURCE.get(name, "DyGLib"), str(batch or batch_size(name)),
-            fmt(median([r.get("train_bps") for r in ref])), fmt(median([p.get("train_bps") for p in ours])),
-            fmt(ratio("train_bps")),
-            fmt(median([r.get("eval_bps") for r in ref])), fmt(median([p.get("eval_bps") for p in ours])),
-            fmt(ratio("eval_bps")),
-            fmt(median([r.get("peak_mb") for r in ref]), ".0f"), fmt(median([p.get("peak_mb") for p in ours]), ".0f"),
-            mean_sd([r.get("loss") for r in ref]), mean_sd([p.get("loss") for p in ours]),
-            mean_sd([r.get(metric) for r in ref]), mean_sd([p.get(metric) for p in ours])]
+    ratio = lambda key: spread(pair_ratios(runs, key))  # noqa: E731
+    rate = lambda side, key: fmt(median([x.get(key) for x in side]))  # noqa: E731
+    cells = [name, source or SOURCE.get(name, "DyGLib"), str(batch or batch_size(name))]
+    for phase in ("train", "eval"):
+        cells += [rate(ref, f"{phase}_bps"), rate(ours, f"{phase}_bps"), ratio(f"{phase}_step_s"),
+                  ratio(f"{phase}_cpu_s")]
+    return cells + [fmt(median([r.get("peak_mb") for r in ref]), ".0f"), fmt(median([p.get("peak_mb") for p in ours]), ".0f"),
+                    mean_sd([r.get("loss") for r in ref]), mean_sd([p.get("loss") for p in ours]),
+                    mean_sd([r.get(metric) for r in ref]), mean_sd([p.get(metric) for p in ours])]
 
 
-HEADER = ["model", "reference", "batch", "ref train b/s", "proj train b/s", "train x", "ref eval b/s",
-          "proj eval b/s", "eval x", "ref MB", "proj MB", "ref loss", "proj loss", "ref metric", "proj metric"]
+HEADER = ["model", "reference", "batch", "ref train b/s", "proj train b/s", "train x [min-max]", "cpu x",
+          "ref eval b/s", "proj eval b/s", "eval x [min-max]", "cpu x", "ref MB", "proj MB", "ref loss", "proj loss",
+          "ref metric", "proj metric"]
 
 
-WIDTHS = [22, 38, 5, 13, 14, 7, 12, 13, 6, 6, 7, 12, 12, 12, 12]
+WIDTHS = [16, 34, 5, 13, 14, 17, 17, 12, 13, 17, 17, 6, 7, 12, 12, 12, 12]
 
 
 def print_row(cells: list[str]) -> None:
@@ -356,7 +365,9 @@ def main(argv=None) -> None:
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
     reference_rows.add_arguments(parser)
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 (one process pair each)")
-    parser.add_argument("--batches", type=int, default=3, help="timed training and evaluation steps per process")
+    parser.add_argument("--batches", type=int, default=None, help="timed training and evaluation steps per process "
+                        f"(default: the family's: graph rows {STEPS}, {', '.join(HEAVY)} {HEAVY_STEPS}, "
+                        "reference_rows' STEPS)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every process")
     parser.add_argument("--heavy-seeds", type=int, default=2, help=f"at most this many seeds for {', '.join(HEAVY)}")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per process before its row says '-'")
@@ -383,8 +394,10 @@ def main(argv=None) -> None:
           f"torch {torch.__version__} | {args.threads} thread(s) per process | load average at start "
           f"{os.getloadavg()[0]:.2f}")
     print(f"graph: synthetic UCI size (1,899 nodes, 59,835 edges), zero features of width {N_FEAT}; from edge {START}: "
-          f"1 warm-up + {args.batches} timed training steps, then 1 + {args.batches} evaluation steps per process; "
-          f"seeds 0..{args.seeds - 1}; reference and project processes alternate", flush=True)
+          f"1 warm-up + {args.batches or STEPS} timed training steps ({', '.join(HEAVY)}: {args.batches or HEAVY_STEPS}), "
+          f"then 1 + as many evaluation steps per process (other families: --batches or their STEPS); a process's "
+          f"figure is the median of its timed steps; seeds 0..{args.seeds - 1}; reference and project processes "
+          f"alternate", flush=True)
     floor_ref, own_floors = None, {}
     print_row(HEADER)
     for name in args.models:
@@ -393,47 +406,45 @@ def main(argv=None) -> None:
             for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
                 res = child(args, impl, name, seed)
                 runs[impl].append(res)
-                print(f"  {name} {impl} seed {seed}: " + (res["error"] if "error" in res else
-                      ", ".join(f"{k} {v:.4g}" for k, v in res.items())), file=sys.stderr, flush=True)
+                print(f"  {name} {impl} seed {seed}: {describe(res)}", file=sys.stderr, flush=True)
         print_row(row(name, runs))
+        print(ratio_note(name, runs), flush=True)
         if name == "dygformer":
-            floor_ref = runs["reference"]
+            floor_ref = runs
         if name in OWN_FLOOR and not args.no_floor:
-            own_floors[name] = (runs["reference"], child(args, "project", name, 0, mode="products"))
+            own_floors[name] = (runs, child(args, "project", name, 0, mode="products"))
     not_measured = dict(NOT_MEASURED)
     for name, reason in reference_rows.run(args, child_env(args), row, print_row):
         not_measured[name] = (reference_rows.family(name).SOURCE, reason)
     for name, (source, reason) in not_measured.items():
         print_row([name, source, "-", "not measured"] + ["-"] * (len(HEADER) - 4))
-    print("x: project / reference throughput (median over seeds); MB: peak resident set of the process; loss: mean "
+    print("x: project / reference throughput of each alternated pair of processes (one per seed), median [min-max] "
+          "over the pairs, on wall seconds, and the same on CPU seconds (time.process_time of the process, every thread:"
+          " the figure to read on a loaded machine); b/s: median over processes; MB: peak resident set of the process; "
+          "loss: mean "
           "BCE of the timed training steps (graph rows); metric: the AP of the evaluation batches after them (graph "
           "rows; mean+-sd over seeds; each side from its own seeded initialisation); '-': not measured (EdgeBank "
           "does not train) or the process failed (its error is on stderr)")
     for name, (_, reason) in not_measured.items():
         print(f"not measured: {name}: {reason}")
-    for name, (ref, own) in own_floors.items():
+    for name, (runs, own) in own_floors.items():
         if "error" in own:
+            print(f"{name} floor: {own['error']}")
             continue
-        step, ev = (median([1 / r[k] for r in ref if k in r]) for k in ("train_bps", "eval_bps"))
-        train_x, eval_x = step / own["train_products_s"], ev / own["eval_products_s"]
         attention = f"{own['train_attention_products_s']:.3f} / {own['eval_attention_products_s']:.3f} s"
-        print(f"{name} floor (its own matrix products, profiled, the fused attention's {attention} included): "
-              f"{own['train_products_s']:.3f} s of a "
-              f"{own['train_s']:.3f} s training step and {own['eval_products_s']:.3f} s of a {own['eval_s']:.3f} s "
-              f"evaluation step: an exact float32 implementation reaches at most {train_x:.2f}x the reference in "
-              f"training and {eval_x:.2f}x in evaluation; the project's step is "
-              f"{own['train_products_s'] / own['train_s']:.2f} / {own['eval_products_s'] / own['eval_s']:.2f} of that "
-              f"floor")
+        print(f"{name} floor (its own matrix products at the shapes of {FLOOR_STEPS} profiled steps, replayed outside the "
+              f"profiler, the fused attention's {attention} included; profiled self time {own['train_profiled_s']:.3f}"
+              f" / {own['eval_profiled_s']:.3f} s): "
+              + floor_text(runs, {k: (own[f"{k}_products_s"], own[f"{k}_products_cpu_s"]) for k in ("train", "eval")}))
     if floor_ref and not args.no_floor:
         floor = child(args, "project", "dygformer", 0, mode="floor")
-        if "error" not in floor:
-            step, ev = (median([1 / r[k] for r in floor_ref if k in r]) for k in ("train_bps", "eval_bps"))
-            print(f"DyGFormer floor: its matrix products alone (attention's included) take {floor['float32_s']:.3f} s "
-                  f"per training step and "
-                  f"{floor['float32_eval_s']:.3f} s per evaluation step (float32, {args.threads} thread(s)) against "
-                  f"DyGLib's {step:.3f} s and {ev:.3f} s: an exact float32 implementation reaches at most "
-                  f"{step / floor['float32_s']:.2f}x in training and {ev / floor['float32_eval_s']:.2f}x in evaluation")
-
+        if "error" in floor:
+            print(f"DyGFormer floor: {floor['error']}")
+        else:
+            print(f"DyGFormer floor (its matrix products alone at DyGLib's shapes, attention's included, float32, "
+                  f"{args.threads} thread(s)): " + floor_text(floor_ref, {
+                      "train": (floor["float32_s"], floor["float32_cpu_s"]),
+                      "eval": (floor["float32_eval_s"], floor["float32_eval_cpu_s"])}))
 
 if __name__ == "__main__":
     main()

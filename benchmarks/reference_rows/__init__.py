@@ -3,11 +3,13 @@
     SOURCE, METRIC, LOSS   the reference's label, the evaluation metric's and the training loss's names
     MODELS                 the family's rows (registry model names)
     NEEDS                  the options of reference_table.py (reference checkouts) the family cannot run without
+    STEPS                  timed steps per phase and process unless --batches says (short steps: more of them)
     PYTHON                 the option naming the interpreter both sides run in (None: reference_table's own)
     batch_size(model)      the batch size of the row
     measure(impl, model, paths, n, seed) -> {train_bps, eval_bps, loss, metric, n_parameters}
         impl "reference" or "project": one untimed warm-up step, then n timed training steps; the same for
-        evaluation; a phase the reference cannot run is reported as `<rate>_error` instead of its rate
+        evaluation; a phase the reference cannot run is reported as `<rate>_error` instead of its rate; the rate is
+        1 / the median step, with `timing.summary`'s step figures where the family times steps one by one
     floor_note(model, runs) -> str | None   optional: a line printed under the row (the EasyTPP rows' floor)
 
 `measure.py` runs one measurement in a process of its own (threads set, peak resident memory added unless the
@@ -23,6 +25,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from reference_rows.timing import describe, ratio_note
 
 HERE = Path(__file__).resolve().parent
 FAMILIES = {"swinit": "reference_rows.swinit", "easytpp": "reference_rows.easytpp",
@@ -61,7 +65,7 @@ def child(args, env: dict, name: str, impl: str, model: str, seed: int) -> dict:
     """One measurement in its own process; its JSON, or {"error": ...}."""
     fam = family(name)
     python = getattr(args, fam.PYTHON) if fam.PYTHON else sys.executable
-    cmd = [python, str(HERE / "measure.py"), name, impl, model, str(seed), "--batches", str(args.batches),
+    cmd = [python, str(HERE / "measure.py"), name, impl, model, str(seed), "--batches", str(args.batches or fam.STEPS),
            "--threads", str(args.threads), "--max-gb", str(args.max_gb), "--paths", json.dumps(paths_of(args))]
     return run_json(cmd, env, args.timeout)
 
@@ -92,10 +96,9 @@ def run(args, env: dict, row, print_row) -> list[tuple[str, str]]:
                 for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
                     res = child(args, env, name, impl, model, seed)
                     runs[impl].append(res)
-                    print(f"  {model} {impl} seed {seed}: " + ", ".join(
-                        f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in res.items()),
-                        file=sys.stderr, flush=True)
+                    print(f"  {model} {impl} seed {seed}: {describe(res)}", file=sys.stderr, flush=True)
             print_row(row(model, runs, source=fam.SOURCE, batch=fam.batch_size(model), metric="metric"))
+            print(ratio_note(model, runs), flush=True)
             note = fam.floor_note(model, runs) if hasattr(fam, "floor_note") else None
             if note:
                 print(note, flush=True)

@@ -22,6 +22,7 @@ METRIC = "evaluation log-likelihood per event (EasyTPP's 20-point grid)"
 LOSS = "training NLL per event of the timed steps"
 PYTHON = None  # the project's environment (reference_table's interpreter)
 MODELS = ("rmtpp", "nhp", "sahp", "thp", "attnhp", "odetpp", "fullynn", "intensity_free")
+STEPS = 8  # timed steps per phase and process (reference_rows: --batches overrides)
 NEEDS: tuple[str, ...] = ()  # easy-tpp is installed in the project's environment
 
 

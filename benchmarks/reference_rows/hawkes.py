@@ -24,6 +24,7 @@ METRIC = "evaluation log-likelihood per event (EasyTPP's 20-point grid)"
 LOSS = "training NLL per event of the timed steps"
 PYTHON = None  # the project's environment (reference_table's interpreter)
 MODELS = ("hawkes_attention",)
+STEPS = 4  # timed steps per phase and process (reference_rows: --batches overrides)
 NEEDS = ("hawkes",)
 
 

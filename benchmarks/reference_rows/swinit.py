@@ -44,6 +44,7 @@ SOURCE = "GNN_SWINIT authors (their loop)"
 METRIC = "AP of the timed evaluation batches (pooled)"
 LOSS = "mean BCE of the timed training steps"
 MODELS = ("swinit_mlp", "swinit_gru")
+STEPS = 8  # timed steps per phase and process (reference_rows: --batches overrides)
 NEEDS = ("swinit",)
 PYTHON = "pyg_python"
 USERS, ITEMS, FEAT, WARM = 8227, 1000, 172, 8  # JODIE Wikipedia's node counts and feature width; untimed batches

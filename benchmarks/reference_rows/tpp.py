@@ -25,9 +25,14 @@ import json
 import resource
 import tempfile
 import time
+from itertools import islice
 from pathlib import Path
+from statistics import median
 
 import numpy as np
+
+from reference_rows.timing import (REPLAY, floor_text, new_record, recorded_products, replay_seconds, summary,
+                                    timed, timed_iter)
 
 K, MIN_LEN, MAX_LEN = 10, 36, 38  # Taxi: hawkes_attention Table 1 (timerepro.data.standins.PAPER_TPP["taxi"])
 # the floor's kernels (torch.profiler names, self time): matrix products and the fused RNN layers (forward, backward)
@@ -68,8 +73,10 @@ class Inputs:
             (self.folder / f"{split}.json").write_text(json.dumps(recs))
             for part, sl in (("warm", slice(0, batch)), ("timed", slice(batch, None))):
                 write_sequences(self.folder / f"{split}_{part}.npz", recs[sl])
+            for i in range(n):  # one file per timed batch: evaluation is timed batch by batch
+                write_sequences(self.folder / f"{split}_{i}.npz", recs[(i + 1) * batch:(i + 2) * batch])
         self.seqs = {f"{split}_{part}": read_sequences(self.folder / f"{split}_{part}.npz")
-                     for split in self.records for part in ("warm", "timed")}
+                     for split in self.records for part in ("warm", "timed", *range(n))}
 
     def json(self, split: str) -> str:
         return str(self.folder / f"{split}.json")
@@ -77,21 +84,28 @@ class Inputs:
 
 # ------------------------------------------------------------------ the project's side
 
-def product_seconds(fn) -> tuple[float, float]:
-    """(seconds of `fn()`'s PRODUCTS kernels (self CPU time), wall seconds of `fn()`) under torch.profiler."""
+def product_seconds(fn) -> dict:
+    """`fn()` under torch.profiler: the self CPU seconds of its PRODUCTS kernels (`profiled_s`), the same product
+    calls replayed at their recorded shapes outside the profiler (`replayed_s` wall, `replayed_cpu_s` CPU; the fused
+    RNN layers, which have no replay, at their profiled self time, `rnn_s`), and the profiled call's wall seconds."""
     from torch.profiler import ProfilerActivity, profile
 
     t0 = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         fn()
     wall = time.perf_counter() - t0
-    return sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCTS) / 1e6, wall
+    self_s = {e.key: e.self_cpu_time_total / 1e6 for e in prof.key_averages() if e.key in PRODUCTS}
+    rnn = sum(v for k, v in self_s.items() if k not in REPLAY)
+    wall_s, cpu_s = replay_seconds(recorded_products(prof, tuple(REPLAY)))
+    return {"profiled_s": sum(self_s.values()), "replayed_s": wall_s + rnn, "replayed_cpu_s": cpu_s + rnn, "rnn_s": rnn,
+            "wall_s": wall}
 
 
 def project_measure(config: dict, inputs: Inputs, seed: int, floor: bool = False) -> dict:
-    """tasks/temporal_point_process.py's model, optimizer, `train_epoch` and test-time `evaluate`, timed; `floor`:
-    then the product seconds of one more training step and one more evaluation batch (`floor_train_s`,
-    `floor_eval_s`)."""
+    """tasks/temporal_point_process.py's model, optimizer, `train_epoch` and test-time `evaluate`, timed step by step
+    (`train_epoch`'s batches through its `progress` hook, `evaluate` one batch per call); `floor`: then the product
+    seconds of one more training step and one more evaluation batch (`floor_train_s`, `floor_eval_s`: replayed
+    outside the profiler; `*_profiled_s`: the profiler's self time, for comparison)."""
     import torch
 
     from timerepro.models.registry import build
@@ -107,46 +121,41 @@ def project_measure(config: dict, inputs: Inputs, seed: int, floor: bool = False
     n_int = int(config["loss_integral_num_sample_per_step"])
     kw = dict(batch_size=inputs.batch, shuffle=False, generator=gen, num_samples=n_int,
               max_grad_norm=config.get("max_grad_norm"))
-    train_epoch(model, opt, inputs.seqs["train_warm"], **kw)
-    n = -(-len(inputs.seqs["train_timed"]) // inputs.batch)
-    t0 = time.perf_counter()
-    loss = train_epoch(model, opt, inputs.seqs["train_timed"], **kw)["train_nll_per_event"]
-    out = {"train_bps": n / (time.perf_counter() - t0), "loss": float(loss)}
+    warm, steps = new_record(), new_record()
+    train_epoch(model, opt, inputs.seqs["train_warm"], progress=lambda b: timed_iter(b, warm), **kw)
+    loss = train_epoch(model, opt, inputs.seqs["train_timed"], progress=lambda b: timed_iter(b, steps),
+                       **kw)["train_nll_per_event"]
+    out = {**summary("train", warm, steps), "loss": float(loss)}
     thinning = ThinningConfig(**{k: config[k] for k in THINNING_KEYS})
     ev = dict(batch_size=inputs.batch, thinning=thinning, seed=seed, num_samples=n_int)
-    evaluate(model, inputs.seqs["dev_warm"], **ev)
-    t0 = time.perf_counter()
-    metrics = evaluate(model, inputs.seqs["dev_timed"], **ev)
-    out.update(eval_bps=n / (time.perf_counter() - t0), metric=float(metrics["loglike_per_event"]),
+    n = sum(1 for k in inputs.seqs if k.startswith("dev_") and k[4:].isdigit())
+    _, warm = timed(lambda s: evaluate(model, s, **ev), [inputs.seqs["dev_warm"]])
+    metrics, steps = timed(lambda s: evaluate(model, s, **ev), [inputs.seqs[f"dev_{i}"] for i in range(n)])
+    events = sum(m["n_events"] for m in metrics)  # the batches' log-likelihood per event, pooled over their events
+    out.update(summary("eval", warm, steps),
+               metric=float(sum(m["loglike_per_event"] * m["n_events"] for m in metrics) / events),
                n_parameters=int(sum(p.numel() for p in model.parameters() if p.requires_grad)))
     if floor:  # the warm-up batches again (one batch each), after every timed step
         out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # the row's: before the profiler's
-        out["floor_train_s"], out["floor_train_wall_s"] = product_seconds(
-            lambda: train_epoch(model, opt, inputs.seqs["train_warm"], **kw))
-        out["floor_eval_s"], out["floor_eval_wall_s"] = product_seconds(
-            lambda: evaluate(model, inputs.seqs["dev_warm"], **ev))
+        for phase, fn in (("train", lambda: train_epoch(model, opt, inputs.seqs["train_warm"], **kw)),
+                          ("eval", lambda: evaluate(model, inputs.seqs["dev_warm"], **ev))):
+            p = product_seconds(fn)
+            out.update({f"floor_{phase}_s": p["replayed_s"], f"floor_{phase}_cpu_s": p["replayed_cpu_s"],
+                        f"floor_{phase}_profiled_s": p["profiled_s"],
+                        f"floor_{phase}_rnn_s": p["rnn_s"], f"floor_{phase}_wall_s": p["wall_s"]})
     return out
 
 
 def floor_note(model: str, runs: dict) -> str | None:
-    """The line printed under a row: the reference's step (median over seeds) over the project's product seconds
-    (the floor), and the row's ratio (median over seeds) as a fraction of it; None when no floor was measured."""
-    from statistics import median
-
+    """The line printed under a row: its floor (`floor_text`: the product seconds of the project's process of seed 0
+    against every project process's unprofiled steps); None when no floor was measured."""
     floors = [p for p in runs["project"] if "floor_train_s" in p]
     if not floors:
         return None
-    f, parts = floors[0], []
-    for phase, rate, key in (("training", "train_bps", "floor_train_s"), ("evaluation", "eval_bps", "floor_eval_s")):
-        ref = [1 / r[rate] for r in runs["reference"] if rate in r]
-        ratio = [p[rate] / r[rate] for p, r in zip(runs["project"], runs["reference"]) if rate in p and rate in r]
-        if not ref:
-            parts.append(f"{phase}: products {f[key]:.3f} s per batch, no reference step")
-            continue
-        top = median(ref) / f[key]
-        parts.append(f"{phase}: products {f[key]:.3f} s per batch against the reference's {median(ref):.3f} s, floor "
-                     f"{top:.1f}x" + (f", the project at {median(ratio) / top:.2f} of it" if ratio else ""))
-    return f"  floor {model}: " + "; ".join(parts)
+    f = floors[0]
+    return (f"  floor {model} (products per batch replayed outside the profiler; profiled self time "
+            f"{f['floor_train_profiled_s']:.4f} / {f['floor_eval_profiled_s']:.4f} s): "
+            + floor_text(runs, {k: (f[f"floor_{k}_s"], f[f"floor_{k}_cpu_s"]) for k in ("train", "eval")}))
 
 
 def _concat(a, b):
@@ -167,19 +176,17 @@ def reference_loop(wrapper, train_loader, dev_loader, train_phase, eval_phase) -
     Loss: sum of the batches' NLL over their events (the runner's `loglike` with the sign flipped). A phase that
     raises is reported by its error (`<rate>_error`), the other phase still measured."""
     out = {}
-    for phase, loader, rate, key in ((train_phase, train_loader, "train_bps", "loss"),
-                                     (eval_phase, dev_loader, "eval_bps", "metric")):
+    for phase, loader, prefix, key in ((train_phase, train_loader, "train", "loss"),
+                                       (eval_phase, dev_loader, "eval", "metric")):
         try:
             it = iter(loader)
-            wrapper.run_batch(next(it), phase=phase)
-            total, events, n = 0.0, 0, 0
-            t0 = time.perf_counter()
-            for batch in it:
-                res = wrapper.run_batch(batch, phase=phase)
-                total, events, n = total + float(res[0]), events + int(res[1]), n + 1
+            run = lambda batch: wrapper.run_batch(batch, phase=phase)  # noqa: B023, E731
+            _, warm = timed(run, islice(it, 1))
+            results, steps = timed(run, it)
         except Exception as exc:  # noqa: BLE001  (the reference's own failure is a result of the row)
-            out[f"{rate}_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+            out[f"{prefix}_bps_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
             continue
-        out[rate] = n / (time.perf_counter() - t0)
+        total, events = sum(float(r[0]) for r in results), sum(int(r[1]) for r in results)
+        out.update(summary(prefix, warm, steps))
         out[key] = total / events if key == "loss" else -total / events
     return out
