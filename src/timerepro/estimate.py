@@ -552,7 +552,7 @@ def format_plan(p: Plan, scale: str) -> str:
     if early:
         lines.append(f"Lower bounds: {early} runs are priced from rehearsals that timed their training batches at the "
                      "epoch's start (before `train_at`), on models whose cost per batch grows with the history they "
-                     "read (DyGFormer's family, DyG-Mamba, CAWN): their training part is low; `timerepro rehearse "
+                     "read (`rehearse.GROWS_WITH_HISTORY`): their training part is low; `timerepro rehearse "
                      "--missing` rehearses them again at the epoch's end.")
     notes: dict[str, int] = {}
     for r in p.unique_runs.values():

@@ -68,8 +68,10 @@ REHEARSAL_DIR = "rehearsal"
 COMMITTED_DIR = "benchmarks/rehearsals"  # records of lent machines, kept with the code (`committed_dir`)
 FORMAT = "rehearsal/1"
 # models whose cost per batch grows with the history they read (DyGFormer's family and DyG-Mamba pack the real tokens,
-# `dygformer.pack_tokens`; CAWN's walks through the visible history): their training batches are timed late
-GROWS_WITH_HISTORY = ("dygformer", "dygdecoder", "dygformer_separate", "dyg_mamba", "cawn")
+# `dygformer.pack_tokens`, TCL its real neighbours, `tcl.py`; TGAT embeds each distinct real neighbour of its hops;
+# CAWN walks through the visible history; records: evaluation batches up to 12x a first training batch):
+# their training batches are timed late
+GROWS_WITH_HISTORY = ("dygformer", "dygdecoder", "dygformer_separate", "dyg_mamba", "cawn", "tcl", "tgat")
 TRAIN_AT = "end"  # where in the epoch `_bounded` times its batches (the record's `train_at`)
 
 
