@@ -21,7 +21,7 @@ from timerepro import registry, runs
 from timerepro.graphs.neighbors import TemporalNeighbors
 from timerepro.models.graph.defaults import with_dataset_defaults
 from timerepro.models.graph import tgn as tgn_module
-from timerepro.models.graph.cawn import CAWN, walk_counts, walks_as_array
+from timerepro.models.graph.cawn import CAWN, walk_counts, walk_query_chunks, walk_time_stats, walks_as_array
 from timerepro.models.graph.tgn import STATE, TGN
 from timerepro.tasks import link_prediction
 
@@ -255,6 +255,35 @@ def test_cawn_encodes_repeated_walks_once_without_changing_the_result():
     torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-6)
     keys = np.concatenate([np.repeat(np.arange(10), s_ids.shape[1])[:, None], s_eids.reshape(-1, 3)], axis=1)
     assert len(np.unique(keys, axis=0)) < keys.shape[0]  # there were repeated walks to share
+
+
+def test_cawn_walk_query_chunks_keep_each_range_within_the_budget():
+    # summed histories 3 | 10 | 2+2+1: a query above the budget alone, the others packed up to it
+    assert walk_query_chunks(np.array([3, 10, 2, 2, 1]), 5) == [(0, 1), (1, 2), (2, 5)]
+    assert walk_query_chunks(np.array([3, 10, 2]), 100) == [(0, 3)]  # the whole fits: one range
+    assert walk_query_chunks(np.zeros(0, dtype=int), 5) == []
+
+
+def test_cawn_walk_statistic_over_bounded_ranges_is_the_whole_statistic():
+    """The authors' walk statistic drawn over query ranges of a small history budget (what a large graph
+    needs: one call over Reddit's training endpoints flattens ~3e9 history entries) gives the figures of
+    one call over all, and no sampler call flattens more than the budget."""
+    src, dst, ts, eids, node, edge = toy(seed=7, n_nodes=6, n_edges=400)
+    g = TemporalNeighbors(src, dst, ts, eids, num_nodes=len(node))
+    nodes, times = np.concatenate([src, dst]), np.concatenate([ts, ts])
+    whole = walk_time_stats(g, nodes, times, 8, 1, "time_interval_aware", 0.1)
+    flattened, sampler = [], g.time_interval_aware
+
+    def counted(n, t, k, rng, scale):  # the entries this call flattens
+        flattened.append(int(g.count_before(n, t).sum()))
+        return sampler(n, t, k, rng, scale)
+
+    g.time_interval_aware = counted
+    ranged = walk_time_stats(g, nodes, times, 8, 1, "time_interval_aware", 0.1, budget=500)
+    assert len(flattened) > 10 and max(flattened) <= 500
+    assert sum(flattened) == int(g.count_before(nodes, times).sum())  # every query once
+    np.testing.assert_allclose(ranged, whole, rtol=1e-12)
+    assert whole[1] > 0 and whole != (0.0, 1.0)
 
 
 # ------------------------------------------------------------------ through the task

@@ -25,7 +25,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from timerepro.data.ctdg import CTDGData, LinkSplit
-from timerepro.encoders import standardization_stats
+from timerepro.encoders import mean_and_std, standardization_values
 from timerepro.graphs.neighbors import TRAIN_NEIGHBOR_SEED, TemporalNeighbors
 from timerepro.models.dropout import Dropout
 from timerepro.models.graph.backbone import TemporalBackbone, to_device
@@ -198,19 +198,50 @@ class CAWN(TemporalBackbone):
         return self._encode(s_ids, s_eids, s_ts, s_counts), self._encode(d_ids, d_eids, d_ts, d_counts)
 
 
+WALK_ENTRIES = 1 << 25  # history entries the sampler flattens per call of the walk statistic (~2 GB of temporaries):
+# real UCI's training endpoints sum 8.9 M (one range, as every offline run), the Reddit stand-in's 1.0 G, Wikipedia's 139 M
+
+
+def walk_query_chunks(counts: np.ndarray, budget: int = WALK_ENTRIES) -> list[tuple[int, int]]:
+    """Consecutive query ranges [lo, hi) whose summed history `counts` stays within `budget` (a query above it
+    alone); one range for all when the whole fits. The time-interval-aware sampler flattens every entry of
+    every query's history (`TemporalNeighbors.time_interval_aware`): over all training endpoints of a large
+    graph that sum is quadratic in a node's degree (the Reddit stand-in: 1.0e9 entries, ~50 GB of temporaries)."""
+    total = np.cumsum(counts, dtype=np.int64)  # (Q,) summed history up to each query
+    out, lo = [], 0
+    while lo < len(total):
+        base = int(total[lo - 1]) if lo else 0
+        hi = max(int(np.searchsorted(total, base + budget, side="right")), lo + 1)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
 def walk_time_stats(graph: TemporalNeighbors, nodes, times, k: int, walk_length: int, sampling: str,
-                    scaling: float) -> tuple[float, float]:
+                    scaling: float, budget: int = WALK_ENTRIES) -> tuple[float, float]:
     """The authors' CAWN statistic (dg-linear-time `src/models/cawn.py` setup): k^L walks per query
     drawn once with the model's sampler (seed 0, DyGLib's training sampler), t - t_w at every walk
     position (position 0, the query itself, gives 0; padding, time 0, gives t), averaged over the
-    walks per (query, position), then the mean and population std of those averages."""
+    walks per (query, position), then the mean and population std of those averages.
+    Time-interval-aware walks are drawn over query ranges of at most `budget` history entries
+    (`walk_query_chunks`; one range, the whole, where it fits: every offline run, bit for bit as before).
+    With L = 1 the ranges take the same random numbers in the same order (rows without history draw none)
+    and each (query, position) mean is the same row mean, so only the sampler's running sum, which each
+    range restarts, can move a draw sitting on a rounding tie."""
+    nodes, times = np.asarray(nodes, dtype=np.int64), np.asarray(times, dtype=np.float64)
     rng = np.random.RandomState(TRAIN_NEIGHBOR_SEED) if sampling != "recent" else None
-    ids, _, ts = graph.multi_hop(nodes, times, k, walk_length, strategy=sampling, rng=rng,
-                                 time_scaling_factor=scaling)
-    _, _, walk_times = walks_as_array(nodes, times, (ids, [np.zeros_like(i) for i in ids], ts), k)  # (Q, M, L+1)
-    dt = walk_times[:, :, :1] - walk_times  # (Q, M, L+1)
-    # one row per (query, position), the M walks as its entries
-    return standardization_stats(dt.transpose(0, 2, 1).reshape(-1, dt.shape[1]), None, "per_query_mean")
+    ranges = [(0, len(nodes))]
+    if sampling == "time_interval_aware":
+        ranges = walk_query_chunks(graph.count_before(nodes, times), budget) or ranges
+    means = []
+    for lo, hi in ranges:
+        n, t = nodes[lo:hi], times[lo:hi]
+        ids, _, ts = graph.multi_hop(n, t, k, walk_length, strategy=sampling, rng=rng, time_scaling_factor=scaling)
+        _, _, walk_times = walks_as_array(n, t, (ids, [np.zeros_like(i) for i in ids], ts), k)  # (q, M, L+1)
+        dt = walk_times[:, :, :1] - walk_times  # (q, M, L+1)
+        # one row per (query, position), the M walks as its entries -> the row's mean: (q * (L+1),)
+        means.append(standardization_values(dt.transpose(0, 2, 1).reshape(-1, dt.shape[1]), None, "per_query_mean"))
+    return mean_and_std(np.concatenate(means))
 
 # ------------------------------------------------------------------ builder (params/models.yaml `module:`)
 
