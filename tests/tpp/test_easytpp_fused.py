@@ -223,6 +223,18 @@ def test_neural_ode_adjoint_equals_easytpp(dtype, steps):
         assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
 
 
+def _odetpp_pair_member(cfg, dtype, fused: bool):
+    """ODETPP built from seed 0, fused or EasyTPP's, with its ODE MLP's weights of order 1 (EasyTPP's init_std 1e-4
+    leaves the MLP near zero): the two members of a comparison get the same weights."""
+    torch.manual_seed(0)
+    model = E.build("ODETPP", cfg, K, fused=fused).model.to(dtype)
+    with torch.no_grad():
+        for p in model.event_model.parameters():
+            p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=dtype))
+    return model
+
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_ode_states_at_sample_times_equal_easytpp(dtype, monkeypatch):
     """ODETPP's one RK4 step on the grid [B, L, 1, H] x [B, L, S, 1], fused (k2 by linearity) and in slices of 3
@@ -230,14 +242,7 @@ def test_ode_states_at_sample_times_equal_easytpp(dtype, monkeypatch):
     states and the MLP; float32 within rounding of each tensor's scale (other operations, other rounding)."""
     monkeypatch.setattr(easytpp_fused, "RK4_CHUNK_FLOATS", 3 * 6 * 8)
     cfg = resolved("odetpp", d_model=8)
-    models = []
-    for fused in (True, False):
-        torch.manual_seed(0)
-        model = E.build("ODETPP", cfg, K, fused=fused).model.to(dtype)
-        with torch.no_grad():  # weights of order 1 (EasyTPP's init_std 1e-4 leaves the MLP near zero)
-            for p in model.event_model.parameters():
-                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=dtype))
-        models.append(model)
+    models = [_odetpp_pair_member(cfg, dtype, fused) for fused in (True, False)]
     assert type(models[0]).__name__ == "FusedODETPP"
     h = torch.randn(5, 4, 8, dtype=dtype).requires_grad_()
     dt = torch.rand(5, 4, 6, dtype=dtype).mul_(2.0)
@@ -252,6 +257,7 @@ def test_ode_states_at_sample_times_equal_easytpp(dtype, monkeypatch):
         else:  # measured: under 4e-7 of the scale
             assert (a - b).abs().max() <= 2e-6 * b.abs().max()
 
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("steps", [1, 2])
 def test_odetpp_forward_equals_easytpp(dtype, steps):
@@ -259,14 +265,7 @@ def test_odetpp_forward_equals_easytpp(dtype, steps):
     node per event): left and right limits bitwise equal (EasyTPP's RK4 operations in its order), gradients of every
     parameter (the type embedding, the ODE's MLP) within rounding, with padded events (dt 0) and a first dt of 0."""
     cfg = resolved("odetpp", d_model=8, ode_num_sample_per_step=steps)
-    models = []
-    for fused in (True, False):
-        torch.manual_seed(0)
-        model = E.build("ODETPP", cfg, K, fused=fused).model.to(dtype)
-        with torch.no_grad():  # weights of order 1 (EasyTPP's init_std 1e-4 leaves the MLP near zero)
-            for p in model.event_model.parameters():
-                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=dtype))
-        models.append(model)
+    models = [_odetpp_pair_member(cfg, dtype, fused) for fused in (True, False)]
     gen = torch.Generator().manual_seed(3)
     dts = torch.rand(5, 7, generator=gen, dtype=dtype).mul_(0.5)
     types = torch.randint(0, K, (5, 7), generator=gen)
