@@ -508,7 +508,8 @@ def main(argv=None) -> None:
           f"1 warm-up + {args.batches or STEPS} timed training steps ({', '.join(HEAVY)}: {args.batches or HEAVY_STEPS}), "
           f"then 1 + as many evaluation steps per process (other families: --batches or their STEPS); a process's "
           f"figure is the median of its timed steps; seeds 0..{args.seeds - 1}; reference and project processes "
-          f"alternate", flush=True)
+          f"alternate" + (" (graph rows interleaved: every row's seed 0, then seed 1, ...)" if args.interleave else ""),
+          flush=True)
     print_line(header)
     floor_ref, own_floors, not_measured = graph_rows(args, table_row, print_line)
     not_measured.update(NOT_MEASURED)
