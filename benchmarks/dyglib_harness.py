@@ -38,9 +38,11 @@ class Reference:
 
     graph: (src, dst, ts, eids, node_feat, edge_feat, train) with `train` the mask of the edges the training
     neighbour sampler sees (the evaluation sampler sees every edge); paths: checkout per key ("dyglib", and for
-    DyG-Mamba "dyg_mamba" and "mamba_ssm"); `seed` seeds torch right before the backbone is built."""
+    DyG-Mamba "dyg_mamba" and "mamba_ssm"); `seed` seeds torch right before the backbone is built; `device`: DyGLib's
+    own argument (where its modules put the sampled neighbours), the model moved there as train_link_prediction.py
+    does (`convert_to_gpu`)."""
 
-    def __init__(self, name: str, paths: dict, seed: int, graph: tuple):
+    def __init__(self, name: str, paths: dict, seed: int, graph: tuple, device: str = "cpu"):
         import torch
         from torch import nn
 
@@ -70,7 +72,7 @@ class Reference:
         self.train_sampler, self.full_sampler = samplers
         torch.manual_seed(seed)
         common = dict(node_raw_features=node_feat, edge_raw_features=edge_feat, neighbor_sampler=self.train_sampler,
-                      time_feat_dim=100, dropout=cfg["dropout"], device="cpu")
+                      time_feat_dim=100, dropout=cfg["dropout"], device=device)
         if name == "tgat":
             from models.TGAT import TGAT
             backbone = TGAT(num_layers=cfg["num_layers"], num_heads=2, **common)
@@ -103,7 +105,7 @@ class Reference:
             with contextlib.redirect_stdout(sys.stderr):  # the constructor prints its layers
                 backbone = DyGMamba(config=config, channel_embedding_dim=50, patch_size=1, num_layers=cfg["num_layers"],
                                     max_input_sequence_length=cfg["max_len"], **common)
-        self.model = nn.Sequential(backbone, MergeLayer(N_FEAT, N_FEAT, N_FEAT, 1))
+        self.model = nn.Sequential(backbone, MergeLayer(N_FEAT, N_FEAT, N_FEAT, 1)).to(device)
         self.loss = nn.BCELoss()
 
     def optimizer(self):

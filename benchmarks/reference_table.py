@@ -39,13 +39,23 @@ Protocol, the same for both sides of a row:
   kernel's own time (an exact implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md);
   the reference's step over a floor bounds what that float32 work allows, and the floor over each project
   process's median step (the table's, unprofiled) is the fraction of the floor it reaches.
+* device (`--device cuda`, the graph rows only): both sides' models on the GPU, each moving its sampled
+  neighbours there as its training loop does (DyGLib: its modules' `device`; the project: `backbone.to_device`), the
+  batches' ids given as numpy arrays as both loops give them; `torch.cuda.synchronize()` before every clock read of
+  a step (wall: the GPU's work included; CPU: the process's seconds, a synchronize's spin included); "GPU MB":
+  `torch.cuda.max_memory_allocated` from the process's start; no floors (they replay CPU products: "n/a on cuda");
+  EasyTPP, SWINIT and Hawkes Attention rows stay CPU-only (printed as not measured);
+* one-shot runs: a process that fails leaves its traceback on stderr and a '-' in its row; `--timeout` bounds a
+  process, `--row-timeout-s` a row's processes together, `--budget-s` the table (rows not started by then are
+  printed as not measured); `benchmarks/gpu_reference_table.sh` is the GPU call.
 Throughput is batches per second (1 / the median step); a ratio x is project / reference of each alternated pair
 of processes, printed as median [min-max] over the pairs, on wall and on CPU seconds (CPU: the figure to read on a
 loaded machine), with a verdict at 2x ('undecided' when the pairs straddle it); the floors' fractions likewise at 0.8.
 
 Run (from the repository root, with the project's .venv and PYTHONPATH=src; einops on the path for DyG-Mamba):
     PYTHONPATH=src:/path/to/pylib nice -n 19 python benchmarks/reference_table.py --dyglib DIR \
-        --dyg-mamba DIR --mamba-ssm DIR [--seeds 3] [--batches N] [--threads 1] [--models tgat ...]
+        --dyg-mamba DIR --mamba-ssm DIR [--seeds 3] [--batches N] [--threads 1] [--models tgat ...] \
+        [--device cuda] [--row-timeout-s S] [--budget-s S]
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ import platform
 import resource
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +144,7 @@ def project_config(name: str, seed: int) -> dict:
 class Project:
     """The registry's backbone in `LinkPredictionModel`, driven as tasks/link_prediction/loop.py drives it."""
 
-    def __init__(self, name: str, paths: dict, seed: int):
+    def __init__(self, name: str, paths: dict, seed: int, device: str = "cpu"):
         import torch
         import torch.nn.functional as F
 
@@ -152,7 +163,7 @@ class Project:
         self.full_graph = TemporalNeighbors(src, dst, ts, eids, num_nodes=len(node_feat))
         torch.manual_seed(seed)
         config = project_config(name, seed)
-        self.model = lp.build_model(config, data, split, self.train_graph)
+        self.model = lp.build_model(config, data, split, self.train_graph).to(device)  # as loop.py moves it
         self.name, self.lp, self.torch, self.F, self.seed = name, lp, torch, F, seed
         self.state = stream_state(self.model.backbone)
         self.trainable = lp.trainable(self.model)
@@ -196,35 +207,44 @@ class Project:
 
 # ------------------------------------------------------------------ one process, one measurement
 
-def measure(impl: str, name: str, paths: dict, n: int, threads: int, seed: int) -> dict:
+def measure(impl: str, name: str, paths: dict, n: int, threads: int, seed: int, device: str = "cpu") -> dict:
+    """One process's figures. On cuda both sides' models live on the GPU and take the batches' numpy ids as their
+    training loops give them (each moves its sampled neighbours there itself); every clock read of a timed step
+    waits for the GPU (`sync`), and the GPU's peak allocation (`gpu_peak_mb`, from the process's start) is added."""
     import torch
     from sklearn.metrics import average_precision_score
 
     torch.set_num_threads(threads)
     np.random.seed(seed)
+    cuda = torch.device(device).type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    sync = torch.cuda.synchronize if cuda else None
     src, dst, ts, eids, *_ = graph()
-    m = Reference(name, paths, seed, graph()) if impl == "reference" else Project(name, paths, seed)
+    m = (Reference(name, paths, seed, graph(), device) if impl == "reference" else Project(name, paths, seed, device))
     size = batch_size(name)
     train_b, eval_b = batches(src, dst, ts, eids, n + 1, 0, size, seed), batches(src, dst, ts, eids, n + 1, n + 1, size, seed)
     opt = m.optimizer()
     out = {"n_parameters": m.n_parameters()}
     if opt is not None:
         m.start(True)
-        _, warm = timed(lambda b: m.train_step(opt, b), train_b[:1])
-        losses, steps = timed(lambda b: m.train_step(opt, b), train_b[1:])
+        _, warm = timed(lambda b: m.train_step(opt, b), train_b[:1], sync)
+        losses, steps = timed(lambda b: m.train_step(opt, b), train_b[1:], sync)
         out.update(summary("train", warm, steps), loss=float(np.mean(losses)))
     elif impl == "project":  # EdgeBank: no training; its history is every edge before the batch on both sides
         for b in train_b:
             m.state.observe(*b[:4])
     m.start(False)
-    _, warm = timed(m.eval_step, eval_b[:1])
-    scored, steps = timed(m.eval_step, eval_b[1:])
+    _, warm = timed(m.eval_step, eval_b[:1], sync)
+    scored, steps = timed(m.eval_step, eval_b[1:], sync)
     out.update(summary("eval", warm, steps))
-    pos, neg = [p.float().numpy() for p, _ in scored], [q.float().numpy() for _, q in scored]
+    pos, neg = [p.float().cpu().numpy() for p, _ in scored], [q.float().cpu().numpy() for _, q in scored]
     scores = np.concatenate(pos + neg)
     labels = np.concatenate([np.ones(sum(map(len, pos))), np.zeros(sum(map(len, neg)))])
     out["ap"] = float(average_precision_score(labels, scores))
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    if cuda:
+        out["gpu_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
     return out
 
 
@@ -303,8 +323,8 @@ def child(args, impl: str, name: str, seed: int, mode: str = "one") -> dict:
         n = FLOOR_STEPS if mode == "products" else steps(args, name)
         cmd = [sys.executable, __file__, "--one", impl, name, str(seed), "--batches", str(n),
                "--threads", str(args.threads)] + sum(([f"--{k.replace('_', '-')}", v] for k, v in paths_of(args).items()), [])
-        cmd += ["--products"] if mode == "products" else []
-    return reference_rows.run_json(cmd, env, args.timeout)
+        cmd += ["--products"] if mode == "products" else ["--device", args.device]
+    return reference_rows.run_json(cmd, env, reference_rows.time_left(args))
 
 
 def paths_of(args) -> dict:
@@ -329,9 +349,11 @@ def mean_sd(values) -> str:
     return f"{v.mean():.3f}" + (f"+-{v.std(ddof=1):.3f}" if len(v) > 1 else "")
 
 
-def row(name: str, runs: dict, source: str | None = None, batch: int | None = None, metric: str = "ap") -> list[str]:
+def row(name: str, runs: dict, source: str | None = None, batch: int | None = None, metric: str = "ap",
+        gpu: bool = False) -> list[str]:
     """A row: rates (median over processes of 1 / each one's median step), x = project / reference of each
-    alternated pair (median [min-max]), on wall seconds and on CPU seconds (every thread), memory, loss, metric."""
+    alternated pair (median [min-max]), on wall seconds and on CPU seconds (every thread), memory (`gpu`: the GPU's
+    peak allocation too, `GPU_COLUMNS`), loss, metric."""
     ref, ours = runs["reference"], runs["project"]
     ratio = lambda key: spread(pair_ratios(runs, key))  # noqa: E731
     rate = lambda side, key: fmt(median([x.get(key) for x in side]))  # noqa: E731
@@ -339,8 +361,10 @@ def row(name: str, runs: dict, source: str | None = None, batch: int | None = No
     for phase in ("train", "eval"):
         cells += [rate(ref, f"{phase}_bps"), rate(ours, f"{phase}_bps"), ratio(f"{phase}_step_s"),
                   ratio(f"{phase}_cpu_s")]
-    return cells + [fmt(median([r.get("peak_mb") for r in ref]), ".0f"), fmt(median([p.get("peak_mb") for p in ours]), ".0f"),
-                    mean_sd([r.get("loss") for r in ref]), mean_sd([p.get("loss") for p in ours]),
+    cells += [fmt(median([r.get("peak_mb") for r in ref]), ".0f"), fmt(median([p.get("peak_mb") for p in ours]), ".0f")]
+    if gpu:
+        cells += [fmt(median([x.get("gpu_peak_mb") for x in side]), ".0f") for side in (ref, ours)]
+    return cells + [mean_sd([r.get("loss") for r in ref]), mean_sd([p.get("loss") for p in ours]),
                     mean_sd([r.get(metric) for r in ref]), mean_sd([p.get(metric) for p in ours])]
 
 
@@ -350,11 +374,83 @@ HEADER = ["model", "reference", "batch", "ref train b/s", "proj train b/s", "tra
 
 
 WIDTHS = [16, 34, 5, 13, 14, 17, 17, 12, 13, 17, 17, 6, 7, 12, 12, 12, 12]
+GPU_COLUMNS = (["ref GPU MB", "proj GPU MB"], [10, 11])  # on cuda, after "proj MB": torch.cuda.max_memory_allocated
 
 
-def print_row(cells: list[str]) -> None:
+def columns(gpu: bool) -> tuple[list[str], list[int]]:
+    """The table's header and widths (`gpu`: with `GPU_COLUMNS` after the resident-memory columns)."""
+    at = HEADER.index("proj MB") + 1
+    if not gpu:
+        return HEADER, WIDTHS
+    return HEADER[:at] + GPU_COLUMNS[0] + HEADER[at:], WIDTHS[:at] + GPU_COLUMNS[1] + WIDTHS[at:]
+
+
+def print_row(cells: list[str], widths: list[int] = WIDTHS) -> None:
     """One line of the table, printed as soon as its row is measured (a long run can be read while it goes)."""
-    print("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, WIDTHS))), flush=True)
+    print("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))), flush=True)
+
+
+def device_line(device: str) -> str:
+    """The header's device: CPU, or the GPU's name and torch's CUDA version."""
+    import torch
+
+    if device == "cpu":
+        return "device cpu"
+    return f"device cuda ({torch.cuda.get_device_name()}, CUDA {torch.version.cuda})"
+
+
+def check_device(parser, device: str) -> None:
+    """Refuse --device cuda where torch sees no GPU, before any process is started."""
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device cuda: torch.cuda.is_available() is False here (torch {torch.__version__}, built for "
+                     f"CUDA {torch.version.cuda}); run on a machine with a GPU, or pass --device cpu")
+
+
+def seeds_of(args, name: str) -> int:
+    return args.seeds if name not in HEAVY else min(args.seeds, args.heavy_seeds)
+
+
+def graph_rows(args, table_row, print_line) -> tuple:
+    """Measure and print the graph rows, row after row, or with --interleave seed after seed over every row (a budget
+    cut then leaves each row some pairs); a row's processes share --row-timeout-s wherever they fall. Returns
+    DyGFormer's runs (its floor), TCL's runs with its products, and the rows not measured with the reason."""
+    cuda = args.device == "cuda"
+    order = [(name, seed) for name in args.models for seed in range(seeds_of(args, name))]
+    if args.interleave:
+        order.sort(key=lambda pair: pair[1])  # stable: every row's seed 0, then every row's seed 1, ...
+    runs = {name: {"reference": [], "project": []} for name in args.models}
+    used = dict.fromkeys(args.models, 0.0)  # seconds each row's processes took
+    floor_ref, own_floors, not_measured = None, {}, {}
+    for name, seed in order:
+        try:
+            args.row_end = time.monotonic() + (args.row_timeout_s or float("inf")) - used[name]
+            for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
+                t0 = time.monotonic()
+                res = child(args, impl, name, seed)
+                used[name] += time.monotonic() - t0
+                runs[name][impl].append(res)
+                print(f"  {name} {impl} seed {seed}: {describe(res)}", file=sys.stderr, flush=True)
+            if seed < seeds_of(args, name) - 1:
+                continue
+            if all(str(r.get("error", "")).startswith("not run") for side in runs[name].values() for r in side):
+                not_measured[name] = (SOURCE.get(name, "DyGLib"), "not started within --budget-s / --row-timeout-s")
+                continue
+            print_line(table_row(name, runs[name]))
+            print(ratio_note(name, runs[name]) + (f" ({used[name]:.0f} s of processes)" if cuda else ""), flush=True)
+            errors = sorted({f"{impl} {r['error']}" for impl, side in runs[name].items() for r in side if "error" in r})
+            if errors:  # the one-shot reader's clue; tracebacks are on stderr
+                print(f"  {name} processes failed: " + "; ".join(errors), flush=True)
+            if name == "dygformer":
+                floor_ref = runs[name]
+            if name in OWN_FLOOR and not args.no_floor and not cuda:
+                reference_rows.start_row(args)
+                own_floors[name] = (runs[name], child(args, "project", name, 0, mode="products"))
+        except Exception:  # noqa: BLE001 (one row's failure: its traceback, then the next row)
+            traceback.print_exc()
+            print(f"{name} seed {seed}: failed (traceback on stderr)", flush=True)
+    return floor_ref, own_floors, not_measured
 
 
 def main(argv=None) -> None:
@@ -371,13 +467,23 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every process")
     parser.add_argument("--heavy-seeds", type=int, default=2, help=f"at most this many seeds for {', '.join(HEAVY)}")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per process before its row says '-'")
+    parser.add_argument("--row-timeout-s", type=float, default=None,
+                        help="seconds for all the processes of one row (the rest of the row is not run)")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="seconds for the whole table: the rows not started by then are printed as not measured")
+    parser.add_argument("--interleave", action="store_true",
+                        help="graph rows seed after seed (every row's seed 0 first) rather than row after row")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the graph rows' models run (cuda: steps timed with torch.cuda.synchronize, GPU "
+                             "peak memory added, no floors, the other families not run)")
     parser.add_argument("--no-floor", action="store_true", help="skip the matrix-product floors (DyGFormer, TCL)")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # internal: impl model seed
     parser.add_argument("--products", action="store_true", help=argparse.SUPPRESS)  # internal: measure_products
     args = parser.parse_args(argv)
+    check_device(parser, args.device)
     if args.one:
         impl, name, seed = args.one
-        run_one = measure_products if args.products else functools.partial(measure, impl)
+        run_one = measure_products if args.products else functools.partial(measure, impl, device=args.device)
         print(json.dumps(run_one(name, paths_of(args), args.batches, args.threads, int(seed))))
         return
     missing = [m for m in args.models if (m == "dyg_mamba" and not (args.dyg_mamba and args.mamba_ssm))
@@ -390,38 +496,35 @@ def main(argv=None) -> None:
             setattr(args, k, str(Path(getattr(args, k)).resolve()))
     import torch
 
+    args.end = time.monotonic() + (args.budget_s or float("inf"))
+    cuda = args.device == "cuda"
+    header, widths = columns(cuda)
+    table_row = functools.partial(row, gpu=cuda)
+    print_line = functools.partial(print_row, widths=widths)
     print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | python {platform.python_version()} | "
-          f"torch {torch.__version__} | {args.threads} thread(s) per process | load average at start "
-          f"{os.getloadavg()[0]:.2f}")
+          f"torch {torch.__version__} | {device_line(args.device)} | {args.threads} thread(s) per process | load "
+          f"average at start {os.getloadavg()[0]:.2f}")
     print(f"graph: synthetic UCI size (1,899 nodes, 59,835 edges), zero features of width {N_FEAT}; from edge {START}: "
           f"1 warm-up + {args.batches or STEPS} timed training steps ({', '.join(HEAVY)}: {args.batches or HEAVY_STEPS}), "
           f"then 1 + as many evaluation steps per process (other families: --batches or their STEPS); a process's "
           f"figure is the median of its timed steps; seeds 0..{args.seeds - 1}; reference and project processes "
-          f"alternate", flush=True)
-    floor_ref, own_floors = None, {}
-    print_row(HEADER)
-    for name in args.models:
-        runs = {"reference": [], "project": []}
-        for seed in range(args.seeds if name not in HEAVY else min(args.seeds, args.heavy_seeds)):
-            for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
-                res = child(args, impl, name, seed)
-                runs[impl].append(res)
-                print(f"  {name} {impl} seed {seed}: {describe(res)}", file=sys.stderr, flush=True)
-        print_row(row(name, runs))
-        print(ratio_note(name, runs), flush=True)
-        if name == "dygformer":
-            floor_ref = runs
-        if name in OWN_FLOOR and not args.no_floor:
-            own_floors[name] = (runs, child(args, "project", name, 0, mode="products"))
-    not_measured = dict(NOT_MEASURED)
-    for name, reason in reference_rows.run(args, child_env(args), row, print_row):
-        not_measured[name] = (reference_rows.family(name).SOURCE, reason)
+          f"alternate" + (" (graph rows interleaved: every row's seed 0, then seed 1, ...)" if args.interleave else ""),
+          flush=True)
+    print_line(header)
+    floor_ref, own_floors, not_measured = graph_rows(args, table_row, print_line)
+    not_measured.update(NOT_MEASURED)
+    if cuda:  # the other families run on CPU only in this table
+        for name in args.rows:
+            not_measured[name] = (reference_rows.family(name).SOURCE, "--device cuda runs the graph rows only")
+    else:
+        for name, reason in reference_rows.run(args, child_env(args), table_row, print_line):
+            not_measured[name] = (reference_rows.family(name).SOURCE, reason)
     for name, (source, reason) in not_measured.items():
-        print_row([name, source, "-", "not measured"] + ["-"] * (len(HEADER) - 4))
+        print_line([name, source, "-", "not measured"] + ["-"] * (len(header) - 4))
     print("x: project / reference throughput of each alternated pair of processes (one per seed), median [min-max] "
           "over the pairs, on wall seconds, and the same on CPU seconds (time.process_time of the process, every thread:"
           " the figure to read on a loaded machine); b/s: median over processes; MB: peak resident set of the process; "
-          "loss: mean "
+          + ("GPU MB: torch.cuda.max_memory_allocated of the process; " if cuda else "") + "loss: mean "
           "BCE of the timed training steps (graph rows); metric: the AP of the evaluation batches after them (graph "
           "rows; mean+-sd over seeds; each side from its own seeded initialisation); '-': not measured (EdgeBank "
           "does not train) or the process failed (its error is on stderr)")
@@ -436,7 +539,10 @@ def main(argv=None) -> None:
               f"profiler, the fused attention's {attention} included; profiled self time {own['train_profiled_s']:.3f}"
               f" / {own['eval_profiled_s']:.3f} s): "
               + floor_text(runs, {k: (own[f"{k}_products_s"], own[f"{k}_products_cpu_s"]) for k in ("train", "eval")}))
-    if floor_ref and not args.no_floor:
+    if cuda and not args.no_floor and ({"dygformer", *OWN_FLOOR} & set(args.models)):
+        print("floor: n/a on cuda (the replayed matrix-product floors of DyGFormer and TCL are CPU figures)")
+    elif floor_ref and not args.no_floor:
+        reference_rows.start_row(args)
         floor = child(args, "project", "dygformer", 0, mode="floor")
         if "error" in floor:
             print(f"DyGFormer floor: {floor['error']}")

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import subprocess
 import sys
+import time
+import traceback
 from pathlib import Path
 
 from reference_rows.timing import describe, ratio_note
@@ -67,18 +70,45 @@ def child(args, env: dict, name: str, impl: str, model: str, seed: int) -> dict:
     python = getattr(args, fam.PYTHON) if fam.PYTHON else sys.executable
     cmd = [python, str(HERE / "measure.py"), name, impl, model, str(seed), "--batches", str(args.batches or fam.STEPS),
            "--threads", str(args.threads), "--max-gb", str(args.max_gb), "--paths", json.dumps(paths_of(args))]
-    return run_json(cmd, env, args.timeout)
+    return run_json(cmd, env, time_left(args))
+
+
+def start_row(args) -> None:
+    """A row begins: its processes share --row-timeout-s from now (`time_left`)."""
+    args.row_end = time.monotonic() + (getattr(args, "row_timeout_s", None) or math.inf)
+
+
+def time_left(args) -> float:
+    """Seconds the next measuring process may run: --timeout, within what is left of its row's time (`start_row`) and
+    of the table's (`args.end`, from --budget-s)."""
+    now = time.monotonic()
+    return min(args.timeout, getattr(args, "row_end", math.inf) - now, getattr(args, "end", math.inf) - now)
 
 
 def run_json(cmd: list[str], env: dict, timeout: float) -> dict:
-    """Run one measuring process; the JSON of its last stdout line, or {"error": its last stderr line}."""
+    """Run one measuring process; the JSON of its last stdout line, or {"error": its last stderr line} with its whole
+    stderr (the traceback) copied to this process's stderr, so that one failed process costs its row a cell, not the
+    table its run."""
+    if timeout <= 0:
+        return {"error": "not run: its row's time (--row-timeout-s) or the table's (--budget-s) is spent"}
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
+    except subprocess.TimeoutExpired as e:
+        _relay(cmd, e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr or "")
+        return {"error": f"timed out after {timeout:.0f} s"}
     if out.returncode:
+        _relay(cmd, out.stderr)
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        _relay(cmd, out.stderr + out.stdout[-3000:])
+        return {"error": "no JSON result on the last line of its stdout"}
+
+
+def _relay(cmd: list[str], stderr: str) -> None:
+    """A failed measuring process's stderr (its traceback), under its command line, on this process's stderr."""
+    print(f"--- failed: {' '.join(cmd)}\n{stderr.rstrip()}\n---", file=sys.stderr, flush=True)
 
 
 def run(args, env: dict, row, print_row) -> list[tuple[str, str]]:
@@ -91,17 +121,22 @@ def run(args, env: dict, row, print_row) -> list[tuple[str, str]]:
             continue
         fam = family(name)
         for model in [m for m in fam.MODELS if not args.row_models or m in args.row_models]:
-            runs = {"reference": [], "project": []}
-            for seed in range(args.seeds):
-                for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
-                    res = child(args, env, name, impl, model, seed)
-                    runs[impl].append(res)
-                    print(f"  {model} {impl} seed {seed}: {describe(res)}", file=sys.stderr, flush=True)
-            print_row(row(model, runs, source=fam.SOURCE, batch=fam.batch_size(model), metric="metric"))
-            print(ratio_note(model, runs), flush=True)
-            note = fam.floor_note(model, runs) if hasattr(fam, "floor_note") else None
-            if note:
-                print(note, flush=True)
+            try:
+                runs = {"reference": [], "project": []}
+                start_row(args)
+                for seed in range(args.seeds):
+                    for impl in (("reference", "project") if seed % 2 == 0 else ("project", "reference")):
+                        res = child(args, env, name, impl, model, seed)
+                        runs[impl].append(res)
+                        print(f"  {model} {impl} seed {seed}: {describe(res)}", file=sys.stderr, flush=True)
+                print_row(row(model, runs, source=fam.SOURCE, batch=fam.batch_size(model), metric="metric"))
+                print(ratio_note(model, runs), flush=True)
+                note = fam.floor_note(model, runs) if hasattr(fam, "floor_note") else None
+                if note:
+                    print(note, flush=True)
+            except Exception:  # noqa: BLE001 (one row's failure: its traceback, then the next row)
+                traceback.print_exc()
+                print(f"{model}: failed (traceback on stderr)", flush=True)
         notes.append(f"{name} rows: loss = {fam.LOSS}, metric = {fam.METRIC}")
     for note in notes:
         print(note)

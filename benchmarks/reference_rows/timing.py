@@ -28,17 +28,22 @@ REPLAY = {
 ALIAS = {"aten::_addmm_activation": "addmm"}  # replayed as the product alone (its activation is not one)
 
 
-def timed_iter(items, record: dict):
+def timed_iter(items, record: dict, sync=None):
     """The items, recording into `record` (lists wall, cpu, sys, minflt) each item's fetch and the consumer's work on it
-    (the time from asking for the item to asking for the next): a loop's steps, timed from outside the loop."""
+    (the time from asking for the item to asking for the next): a loop's steps, timed from outside the loop. `sync`
+    (e.g. torch.cuda.synchronize) runs before every clock read, so that a step's queued GPU work counts in it."""
     it = iter(items)
     while True:
+        if sync is not None:
+            sync()
         r, w, c = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter(), time.process_time()
         try:
             item = next(it)
         except StopIteration:
             return
         yield item
+        if sync is not None:
+            sync()
         record["wall"].append(time.perf_counter() - w)
         record["cpu"].append(time.process_time() - c)
         after = resource.getrusage(resource.RUSAGE_SELF)
@@ -50,10 +55,11 @@ def new_record() -> dict:
     return {"wall": [], "cpu": [], "sys": [], "minflt": []}
 
 
-def timed(step, items) -> tuple[list, dict]:
-    """`step(item)` for each item; the results and, per call, its wall, CPU and system seconds and minor page faults."""
+def timed(step, items, sync=None) -> tuple[list, dict]:
+    """`step(item)` for each item; the results and, per call, its wall, CPU and system seconds and minor page faults
+    (`sync`: as `timed_iter`'s)."""
     record = new_record()
-    return [step(item) for item in timed_iter(items, record)], record
+    return [step(item) for item in timed_iter(items, record, sync)], record
 
 
 def summary(prefix: str, warm: dict, steps: dict) -> dict:
