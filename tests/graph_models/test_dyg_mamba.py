@@ -432,3 +432,35 @@ def test_kept_states_give_the_recomputed_gradients_bit_for_bit(zoh, selective, m
         y.backward(dy)
         results.append([y.detach(), *(t.grad for t in ins)])
     assert all(torch.equal(kept, recomputed) for kept, recomputed in zip(*results))
+
+
+@pytest.mark.parametrize("zoh", ["simplified", "exact"])
+@pytest.mark.parametrize("selective", [True, False])
+def test_a_scan_too_large_for_one_piece_runs_over_batch_rows_with_the_same_results(zoh, selective, monkeypatch):
+    """Above CHUNK_STATES_MAX states a scan runs a few batch rows at a time (DyG-Mamba at L = 2048 with batches of
+    200 held 130 GB of an H200 in one piece): no (batch, L, D, N) tensor of more rows is made, outputs and per-row
+    gradients equal the one-piece scan's, and dA (and a fixed B/C's gradient) equal it up to summation order."""
+    from timerepro.models.graph import selective_scan as ss
+
+    torch.manual_seed(11)
+    batch, length, d, n = 7, 13, 5, 3
+    shape = (batch, length, n) if selective else (d, n)
+    inputs = (torch.randn(batch, length, d, dtype=torch.float64), torch.rand(batch, length, d, dtype=torch.float64) * 0.3,
+              -torch.rand(d, n, dtype=torch.float64) - 0.1, torch.randn(*shape, dtype=torch.float64),
+              torch.randn(*shape, dtype=torch.float64))
+    dy = torch.randn(batch, length, d, dtype=torch.float64)
+    seen_rows = []
+    recurrence = ss.linear_recurrence
+    monkeypatch.setattr(ss, "linear_recurrence", lambda a, b: (seen_rows.append(a.shape[0]), recurrence(a, b))[1])
+    monkeypatch.setattr(ss, "KEEP_STATES_MAX", 0)  # both runs recompute their states in backward
+    results = []
+    for rows in (batch, 2):  # one piece, then pieces of 2 rows (the last one of 1)
+        monkeypatch.setattr(ss, "CHUNK_STATES_MAX", rows * length * d * n)
+        seen_rows.clear()
+        ins = [t.clone().requires_grad_(True) for t in inputs]
+        y = ss.selective_scan(*ins, zoh=zoh, backend="torch")
+        y.backward(dy)
+        assert set(seen_rows) == ({batch} if rows == batch else {2, 1})  # pieces of 2 rows and the last of 1
+        results.append([y.detach(), *(t.grad for t in ins)])
+    for name, whole, pieces in zip(["y", "du", "ddelta", "dA", "dB", "dC"], *results):
+        assert torch.allclose(whole, pieces, rtol=1e-12, atol=1e-12), name

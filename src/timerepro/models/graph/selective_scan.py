@@ -29,6 +29,11 @@ BACKENDS = ("auto", "torch", "mamba_ssm")
 # recomputing them: offline shapes (50 x 17 x 400 x 16 = 5.4 M) keep them, paper-scale ones (UCI: 20 x 1026 x 400 x 16)
 # recompute, so their memory stays O(B L (D + N)) between calls
 KEEP_STATES_MAX = 1 << 24
+# (batch, L, D, N) elements of one piece of a scan: a larger batch is scanned CHUNK_STATES_MAX / (L D N) rows at a
+# time (rows are independent), so the transient (batch, L, D, N) tensors of forward and backward stay ~1 GiB each.
+# Without it DyG-Mamba at L = 2048 with batches of 200 (Enron, dyg_mamba Figure 7) held 130 GB of a 141 GB H200
+# and failed (rehearsal a40a5da8b1d6); every offline and real-UCI scan is one piece (bitwise the unchunked path)
+CHUNK_STATES_MAX = 1 << 28
 
 
 def mamba_ssm_available() -> bool:
@@ -141,51 +146,87 @@ class _SelectiveScan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, u, delta, A, B, C, exact: bool, keep: bool):
+        ctx.exact = exact
+        rows = _rows_per_piece(u, A)
+        if rows < u.shape[0]:  # large scans piece by piece over batch rows; backward recomputes per piece
+            ctx.save_for_backward(u, delta, A, B, C)
+            return torch.cat([_scan_forward(*_rows(s, u, delta, A, B, C), exact)
+                              for s in _pieces(u.shape[0], rows)])
         a, b = _discretise(u, delta, A, B, exact)
         h = linear_recurrence(a, b)
         # keep: the decays and states for backward (small scans); else backward recomputes them, bit for bit
         ctx.save_for_backward(u, delta, A, B, C, *((a, h) if keep else ()))
-        ctx.exact = exact
         return _over_states(h, C)  # y (batch, L, D)
 
     @staticmethod
     def backward(ctx, dy):
         u, delta, A, B, C, *kept = ctx.saved_tensors
-        if kept:
-            a, h = kept
-        else:
-            a, b = _discretise(u, delta, A, B, ctx.exact)
-            h = linear_recurrence(a, b)  # recomputed states (batch, L, D, N)
-            del b
-        dC = _over_channels(h, dy, C)
-        # lam_k = g_k + a_(k+1) lam_(k+1), g = dy C: the recurrence on the reversed sequence, decays shifted by one
-        g = dy.unsqueeze(-1) * _per_position(C)
-        a_next = torch.empty_like(a)  # [a_1 .. a_(L-1), 0]: copied by slices (torch.cat along L is far slower here)
-        a_next[:, :-1] = a[:, 1:]
-        a_next[:, -1] = 0
-        lam = reverse_recurrence(a_next, g)  # dL/db
-        del g, a_next
-        # dL/d(Delta A) through a = exp(Delta A): lam_k h_(k-1) a_k (h_(-1) = 0)
-        d_dA = lam * a
-        d_dA[:, 1:] *= h[:, :-1]
-        d_dA[:, 0] = 0
-        del h
-        ddelta = _over_states(d_dA, A)
-        dA = torch.einsum("bldn,bld->dn", d_dA, delta)
-        if ctx.exact:  # b = (exp(Delta A) - 1)/A u B: db/dDelta = a u B, db/dA = u B (Delta A a - (a - 1)) / A^2
-            Bk, dA_ = _per_position(B), delta.unsqueeze(-1) * A
-            lam_u = lam * u.unsqueeze(-1)
-            factor = torch.expm1(dA_) / A
-            du = _over_states(lam * factor, B)
-            dB = _over_channels(lam_u * factor, torch.ones_like(u), B)
-            ddelta = ddelta + _over_states(lam_u * a, B)
-            dA = dA + (lam_u * Bk * (dA_ * a - (a - 1)) / A**2).sum((0, 1))
-        else:  # b = Delta u B
-            lam_B = _over_states(lam, B)  # (batch, L, D)
-            du = delta * lam_B
-            ddelta = ddelta + u * lam_B
-            dB = _over_channels(lam, delta * u, B)
-        return du, ddelta, dA, dB, dC, None, None
+        rows = _rows_per_piece(u, A)
+        if not kept and rows < u.shape[0]:
+            parts = list(zip(*(_scan_backward(*_rows(s, u, delta, A, B, C), dy[s], ctx.exact, None)
+                               for s in _pieces(u.shape[0], rows))))
+            # du, ddelta per row: concatenated; dA and a fixed (D, N) B or C: summed over the pieces
+            per_row = (True, True, False, B.dim() == 3, C.dim() == 3)
+            return (*(torch.cat(p) if rows_ else sum(p) for p, rows_ in zip(parts, per_row)), None, None)
+        return (*_scan_backward(u, delta, A, B, C, dy, ctx.exact, kept or None), None, None)
+
+
+def _rows_per_piece(u: torch.Tensor, A: torch.Tensor) -> int:
+    """Batch rows per piece of a scan: as many as keep one (rows, L, D, N) tensor within CHUNK_STATES_MAX."""
+    return max(1, CHUNK_STATES_MAX // max(u.shape[1] * A.numel(), 1))
+
+
+def _pieces(batch: int, rows: int) -> list[slice]:
+    return [slice(i, min(i + rows, batch)) for i in range(0, batch, rows)]
+
+
+def _rows(s: slice, u, delta, A, B, C):
+    """The inputs of batch rows `s`: per-position B, C (batch, L, N) sliced, fixed (D, N) ones as they are."""
+    return u[s], delta[s], A, (B[s] if B.dim() == 3 else B), (C[s] if C.dim() == 3 else C)
+
+
+def _scan_forward(u, delta, A, B, C, exact: bool) -> torch.Tensor:
+    a, b = _discretise(u, delta, A, B, exact)
+    return _over_states(linear_recurrence(a, b), C)  # y (rows, L, D)
+
+
+def _scan_backward(u, delta, A, B, C, dy, exact: bool, kept):
+    """The adjoint of the scan (see _SelectiveScan): du, ddelta, dA, dB, dC; `kept` = (a, h) from forward or None."""
+    if kept:
+        a, h = kept
+    else:
+        a, b = _discretise(u, delta, A, B, exact)
+        h = linear_recurrence(a, b)  # recomputed states (batch, L, D, N)
+        del b
+    dC = _over_channels(h, dy, C)
+    # lam_k = g_k + a_(k+1) lam_(k+1), g = dy C: the recurrence on the reversed sequence, decays shifted by one
+    g = dy.unsqueeze(-1) * _per_position(C)
+    a_next = torch.empty_like(a)  # [a_1 .. a_(L-1), 0]: copied by slices (torch.cat along L is far slower here)
+    a_next[:, :-1] = a[:, 1:]
+    a_next[:, -1] = 0
+    lam = reverse_recurrence(a_next, g)  # dL/db
+    del g, a_next
+    # dL/d(Delta A) through a = exp(Delta A): lam_k h_(k-1) a_k (h_(-1) = 0)
+    d_dA = lam * a
+    d_dA[:, 1:] *= h[:, :-1]
+    d_dA[:, 0] = 0
+    del h
+    ddelta = _over_states(d_dA, A)
+    dA = torch.einsum("bldn,bld->dn", d_dA, delta)
+    if exact:  # b = (exp(Delta A) - 1)/A u B: db/dDelta = a u B, db/dA = u B (Delta A a - (a - 1)) / A^2
+        Bk, dA_ = _per_position(B), delta.unsqueeze(-1) * A
+        lam_u = lam * u.unsqueeze(-1)
+        factor = torch.expm1(dA_) / A
+        du = _over_states(lam * factor, B)
+        dB = _over_channels(lam_u * factor, torch.ones_like(u), B)
+        ddelta = ddelta + _over_states(lam_u * a, B)
+        dA = dA + (lam_u * Bk * (dA_ * a - (a - 1)) / A**2).sum((0, 1))
+    else:  # b = Delta u B
+        lam_B = _over_states(lam, B)  # (batch, L, D)
+        du = delta * lam_B
+        ddelta = ddelta + u * lam_B
+        dB = _over_channels(lam, delta * u, B)
+    return du, ddelta, dA, dB, dC
 
 
 def _scan_mamba_ssm(u, delta, A, B, C) -> torch.Tensor:
