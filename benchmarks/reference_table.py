@@ -32,9 +32,10 @@ Protocol, the same for both sides of a row:
   weights are not shared here: `graph_dyglib_bench.py` does that for TGAT and DyGFormer), so the metrics are
   two draws of one process, to be read against their spread over the seeds;
 * floor: DyGFormer's is `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
-  shapes (the attention's q k^T and weighted values included); TCL's (and DyGFormer's second; `OWN_FLOOR`, `measure_products`) is the
-  project's own matrix products at the shapes torch.profiler recorded over `FLOOR_STEPS` steps, replayed outside
-  the profiler (its per-kernel cost made the profiled figure exceed an unprofiled step), plus the attention's
+  shapes (the attention's q k^T and weighted values included); TCL's (and DyGFormer's second: `OWN_FLOOR`,
+  `measure_products`) is the project's own matrix products at the shapes torch.profiler recorded over
+  `FLOOR_STEPS` steps, replayed outside the profiler (its per-kernel cost made the profiled figure exceed an
+  unprofiled step), plus the attention's
   q k^T and weighted values inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the
   kernel's own time (an exact implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md);
   the reference's step over a floor bounds what that float32 work allows, and the floor over each project
@@ -298,7 +299,8 @@ def measure_products(name: str, paths: dict, n: int, threads: int, seed: int) ->
         m.start(mode == "train")
         step = (lambda b: m.train_step(opt, b)) if mode == "train" else m.eval_step
         step(steps[0])  # warm-up
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, elementwise.recording_masks() as masks:
+        with (profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof,
+              elementwise.recording_masks() as masks):
             for b in steps[1:]:
                 step(b)
         out[f"{mode}_profiled_s"] = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCTS) / 1e6 / n

@@ -21,7 +21,7 @@ from reference_rows.timing import clocked
 
 
 def _scalar(concrete: list, i: int, default):
-    """The recorded scalar argument i (torch.profiler's concrete inputs, as text), or `default` where none was recorded."""
+    """The recorded scalar argument i (torch.profiler's concrete inputs, as text), or `default` where none was."""
     try:
         value = ast.literal_eval(str(concrete[i]))
     except (IndexError, ValueError, SyntaxError):

@@ -55,7 +55,8 @@ def test_a_scalar_not_recorded_takes_its_default_and_a_missing_operand_is_none()
 def test_a_fused_kernels_softmax_is_replayed_per_batch_head_and_capped_by_what_the_kernel_spent_beside_its_products():
     shapes = [((3, 2, 5, 4), (3, 2, 7, 4))]
     calls = elementwise.softmax_calls(shapes, train=True)
-    assert [(c[0], c[1][0]) for c in calls] == [("aten::_softmax", [6, 5, 7]), ("aten::_softmax_backward_data", [6, 5, 7])]
+    assert [(c[0], c[1][0]) for c in calls] == [("aten::_softmax", [6, 5, 7]),
+                                                ("aten::_softmax_backward_data", [6, 5, 7])]
     assert len(elementwise.softmax_calls(shapes, train=False)) == 1
     wall, cpu = elementwise.fused_softmax_seconds(shapes, True, kernel_s=1.0, products=(1.5, 1.0 - 1e-9))
     assert wall == 0.0 and 0.0 <= cpu <= 1e-9 * 1.0001  # the kernel spent nothing (wall) or 1 ns (CPU) beside them
