@@ -8,8 +8,9 @@ step made of them are replayed at their recorded shapes and scalars outside the 
 replays products), and the dropout masks the step drew (`recording_masks`) are drawn again at their shapes
 (`mask_draws_seconds`: the project's stream, which fixes the records). "Products + these" is a floor that says how
 much of a step is work an exact implementation cannot cut. Left out, so the floor stays a lower bound of that work:
-the bias-gradient sums (a ones column in the weight gradient's product gives them at rounding level), the residual
-stream's gradient additions, the optimizer's update, the inputs' gathers and the readout's means.
+the bias-gradient sums (a ones column in the weight gradient's product gives them at rounding level), a residual
+sum no dropout rides on (TCL at dropout 0: a plain `add`, not told apart from autograd's), the residual stream's
+gradient additions, the optimizer's update, the inputs' gathers and the readout's means.
 """
 
 from __future__ import annotations
