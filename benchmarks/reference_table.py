@@ -32,13 +32,17 @@ Protocol, the same for both sides of a row:
   weights are not shared here: `graph_dyglib_bench.py` does that for TGAT and DyGFormer), so the metrics are
   two draws of one process, to be read against their spread over the seeds;
 * floor: DyGFormer's is `graph_dyglib_bench.measure_floor`, the matrix products alone of a step at DyGLib's
-  shapes (the attention's q k^T and weighted values included); TCL's (`OWN_FLOOR`, `measure_products`) is the
-  project's own matrix products at the shapes torch.profiler recorded over `FLOOR_STEPS` steps, replayed outside
-  the profiler (its per-kernel cost made the profiled figure exceed an unprofiled step), plus the attention's
+  shapes (the attention's q k^T and weighted values included); TCL's (and DyGFormer's second: `OWN_FLOOR`,
+  `measure_products`) is the project's own matrix products at the shapes torch.profiler recorded over
+  `FLOOR_STEPS` steps, replayed outside the profiler (its per-kernel cost made the profiled figure exceed an
+  unprofiled step), plus the attention's
   q k^T and weighted values inside the fused attention kernel timed as `bmm` at the shapes it ran, at most the
   kernel's own time (an exact implementation's, about 1.8x fewer multiply-adds than DyGLib's: docs/graph_speed.md);
   the reference's step over a floor bounds what that float32 work allows, and the floor over each project
-  process's median step (the table's, unprofiled) is the fraction of the floor it reaches.
+  process's median step (the table's, unprofiled) is the fraction of the floor it reaches. Beside each, the same
+  floor plus the element-wise ops no exact implementation skips (`reference_rows.elementwise`: LayerNorm, softmax,
+  activations, dropout masking, the time encoding's cos/sin, replayed at the shapes the profiled project steps ran
+  them), then plus the dropout masks' draws (the project's stream).
 * device (`--device cuda`, the graph rows only): both sides' models on the GPU, each moving its sampled
   neighbours there as its training loop does (DyGLib: its modules' `device`; the project: `backbone.to_device`), the
   batches' ids given as numpy arrays as both loops give them; `torch.cuda.synchronize()` before every clock read of
@@ -74,6 +78,7 @@ from pathlib import Path
 import numpy as np
 
 import reference_rows
+from reference_rows import elementwise
 from reference_rows.timing import (clocked, describe, floor_text, pair_ratios, ratio_note, recorded_products,
                                    replay_seconds, spread, summary, timed)
 from dyglib_harness import LR, N_FEAT, REFERENCE, Reference  # the reference side, shared with graph_dyglib_bench.py
@@ -83,7 +88,7 @@ ROOT = HERE.parent
 START = 30000
 
 MODELS = tuple(REFERENCE)
-OWN_FLOOR = ("tcl",)  # floor from the project's own products (`measure_products`)
+OWN_FLOOR = ("tcl", "dygformer")  # floor from the project's own products (`measure_products`), and its element-wise ops
 PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")  # the matrix products of a floor
 HEAVY = ("cawn", "dyg_mamba")  # minutes per process on one starved core: fewer seeds (--heavy-seeds)
 STEPS, HEAVY_STEPS = 6, 2  # timed steps per phase and process unless --batches says (a process's figure: their median)
@@ -294,7 +299,8 @@ def measure_products(name: str, paths: dict, n: int, threads: int, seed: int) ->
         m.start(mode == "train")
         step = (lambda b: m.train_step(opt, b)) if mode == "train" else m.eval_step
         step(steps[0])  # warm-up
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        with (profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof,
+              elementwise.recording_masks() as masks):
             for b in steps[1:]:
                 step(b)
         out[f"{mode}_profiled_s"] = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCTS) / 1e6 / n
@@ -306,6 +312,8 @@ def measure_products(name: str, paths: dict, n: int, threads: int, seed: int) ->
         for i, clock in enumerate(("", "_cpu")):
             out[f"{mode}_attention_products{clock}_s"] = min(attention[i], kernel_s) / n
             out[f"{mode}_products{clock}_s"] = replayed[i] / n + out[f"{mode}_attention_products{clock}_s"]
+        fused = elementwise.fused_softmax_seconds(shapes, mode == "train", kernel_s, attention)
+        out.update(elementwise.floor_keys(mode, elementwise.recorded_calls(prof), masks, n, fused))
     return out
 
 
@@ -539,6 +547,9 @@ def main(argv=None) -> None:
               f"profiler, the fused attention's {attention} included; profiled self time {own['train_profiled_s']:.3f}"
               f" / {own['eval_profiled_s']:.3f} s): "
               + floor_text(runs, {k: (own[f"{k}_products_s"], own[f"{k}_products_cpu_s"]) for k in ("train", "eval")}))
+        for line in elementwise.floor_lines(name, runs, {k: (own[f"{k}_products_s"], own[f"{k}_products_cpu_s"])
+                                                         for k in ("train", "eval")}, own):
+            print(line)
     if cuda and not args.no_floor and ({"dygformer", *OWN_FLOOR} & set(args.models)):
         print("floor: n/a on cuda (the replayed matrix-product floors of DyGFormer and TCL are CPU figures)")
     elif floor_ref and not args.no_floor:
@@ -551,6 +562,11 @@ def main(argv=None) -> None:
                   f"{args.threads} thread(s)): " + floor_text(floor_ref, {
                       "train": (floor["float32_s"], floor["float32_cpu_s"]),
                       "eval": (floor["float32_eval_s"], floor["float32_eval_cpu_s"])}))
+            own = own_floors.get("dygformer", (None, {}))[1]  # its element-wise ops as the project ran them
+            for line in elementwise.floor_lines("DyGFormer (DyGLib's shapes)", floor_ref, {
+                    "train": (floor["float32_s"], floor["float32_cpu_s"]),
+                    "eval": (floor["float32_eval_s"], floor["float32_eval_cpu_s"])}, own):
+                print(line)
 
 if __name__ == "__main__":
     main()
