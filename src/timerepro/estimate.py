@@ -30,6 +30,9 @@ from timerepro.records import SUPERSEDED, load_record
 
 MEASURED, EXTRAPOLATED, NONE = "measured", "extrapolated", "none"
 GPU_REHEARSAL, CPU_REHEARSAL = "gpu rehearsal", "cpu rehearsal"  # paper scale: priced from `timerepro rehearse`
+# paper scale: the run's rehearsal ran out of a GPU's memory, so the job fails at this size on such a device (the
+# paper's own figures leave such models out: dyg_mamba Figure 10); priced at the seconds it ran before failing
+FAILS = "fails (out of GPU memory)"
 
 
 # ---------------------------------------------------------------- data sizes
@@ -325,10 +328,21 @@ def sibling_record(rec: dict, config: dict) -> dict:
     return out
 
 
+def out_of_gpu_memory(rec: dict) -> bool:
+    """A rehearsal that failed because its GPU's memory ran out (torch.cuda.OutOfMemoryError), not the host's."""
+    return rec.get("device_type") == "cuda" and str(rec.get("error", "")).startswith("OutOfMemoryError")
+
+
 def estimate_rehearsed(run, rec: dict) -> RunEstimate:
     """A paper-scale run priced from its shape's rehearsal (GPU or CPU), or unpriced when the rehearsal failed."""
     gpu = bool(run.resources.get("gpu"))
     units = (run.resources.get("gpu") or 1) if gpu else run.resources.get("cpus", 1)
+    if rec["status"] != "ok" and out_of_gpu_memory(rec):
+        return RunEstimate(run.paper, run.run_id, FAILS, float(rec.get("wall_s") or 0.0) * units / 3600, gpu,
+                           rec.get("peak_rss_mb"),
+                           f"{rec['name']} ran out of memory on "
+                           f"{rec['device']} at {(rec.get('peak_gpu_mb') or 0) / 1024:.0f} GB (rehearsal "
+                           f"{rec['shape_id']}): the job fails at this size on such a device")
     if rec["status"] != "ok":
         return RunEstimate(run.paper, run.run_id, NONE, None, gpu, None,
                            f"rehearsal of {rec['name']} failed: {rec.get('error', '?')[:160]}")
@@ -521,7 +535,8 @@ RECORDS_VIEW = View(
 REHEARSALS_VIEW = View(
     "from the rehearsals under results/rehearsal/ and benchmarks/rehearsals/, `timerepro rehearse`",
     NAME_COLUMNS + [_count("GPU reh", 7, GPU_REHEARSAL), _count("CPU reh", 7, CPU_REHEARSAL),
-                    _count("extrap.", 7, EXTRAPOLATED, MEASURED), _count("none", 5, NONE)] + COST_COLUMNS,
+                    _count("extrap.", 7, EXTRAPOLATED, MEASURED), _count("fails", 5, FAILS),
+                    _count("none", 5, NONE)] + COST_COLUMNS,
     "How: a run's shape (task, model, data, batch sizes, neighbours, sequence lengths) ran a few batches on the "
     "paper-size stand-in; its seconds = set-up + max_epochs (an upper bound: early stopping ends most runs sooner) x "
     "(training + validation batches per epoch x seconds per batch) + the final evaluation passes. GPU h for runs that "
@@ -529,13 +544,14 @@ REHEARSALS_VIEW = View(
     "without a rehearsal is priced from a sibling (same task, model, data) only where the sibling bounds it (no larger "
     "neighbours or sequence lengths; batch counts scaled by batch size). A CPU rehearsal on a loaded machine is an "
     "upper bound (its record keeps the load average and CPU seconds per batch). extrap.: no rehearsal of its shape "
-    "or of a sibling yet, priced from run records.",
+    "or of a sibling yet, priced from run records. fails: the shape's GPU rehearsal ran out of the GPU's memory: "
+    "the job fails at this size on that device, priced at the seconds it ran (listed below).",
     "Runs without a basis, and why (distinct runs):", lambda r: r.basis == NONE)
 
 
 def format_plan(p: Plan, scale: str) -> str:
     """The plan as a table, one row per artifact and a total; priced from rehearsals where any run is."""
-    rehearsed = any(r.basis in (GPU_REHEARSAL, CPU_REHEARSAL) for r in p.unique_runs.values())
+    rehearsed = any(r.basis in (GPU_REHEARSAL, CPU_REHEARSAL, FAILS) for r in p.unique_runs.values())
     view = REHEARSALS_VIEW if rehearsed else RECORDS_VIEW
 
     def row(cells: list[str]) -> str:  # a negative width aligns left
@@ -561,4 +577,11 @@ def format_plan(p: Plan, scale: str) -> str:
     if notes:
         lines.append(view.notes_heading)
         lines += [f"  {n:5d}  {note}" for note, n in sorted(notes.items(), key=lambda kv: -kv[1])[:20]]
+    fails: dict[str, int] = {}
+    for r in p.unique_runs.values():
+        if r.basis == FAILS:
+            fails[r.note] = fails.get(r.note, 0) + 1
+    if fails:
+        lines.append("Runs that fail at this size (distinct runs):")
+        lines += [f"  {n:5d}  {note}" for note, n in sorted(fails.items(), key=lambda kv: -kv[1])]
     return "\n".join(lines)

@@ -265,3 +265,21 @@ def test_an_early_timed_history_model_is_priced_as_a_lower_bound_and_said(reg, t
     assert not late.lower_bound and late.hours == early.hours
     p = estimate.plan(reg, "paper", paper="dyg_mamba", results=tmp_path)
     assert "Lower bounds: " in estimate.format_plan(p, "paper")
+
+
+def test_a_rehearsal_out_of_gpu_memory_prices_a_failing_job_and_says_so(reg, tmp_path):
+    """A shape whose GPU rehearsal ran out of the device's memory fails at that size (dyg_mamba Figure 10 leaves such
+    models out): priced at the seconds it ran, counted under "fails" and listed; out of host memory prices nothing."""
+    run = next(r for r in reg.runs("paper", paper="linear_time") if r.config["task"] == "link_prediction")
+    rec = write_rehearsal(tmp_path, run)
+    oom = {**rec, "status": "failed", "device_type": "cuda", "device": "cuda (NVIDIA H200)", "wall_s": 36.0,
+           "peak_gpu_mb": 124000.0, "error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 29.70 GiB."}
+    est = estimate.estimate_rehearsed(run, oom)
+    units = (run.resources.get("gpu") or 1) if run.resources.get("gpu") else run.resources.get("cpus", 1)
+    assert est.basis == estimate.FAILS and est.hours == pytest.approx(36.0 * units / 3600)
+    assert "NVIDIA H200" in est.note and "121 GB" in est.note
+    host = estimate.estimate_rehearsed(run, {**oom, "device_type": "cpu", "error": "MemoryError: 12 GiB"})
+    assert host.basis == estimate.NONE and host.hours is None
+    p = estimate.Plan("paper", [estimate.ArtifactEstimate(run.paper, "fig", [est])])
+    text = estimate.format_plan(p, "paper")
+    assert "Runs that fail at this size" in text and "fails" in text.splitlines()[1]
