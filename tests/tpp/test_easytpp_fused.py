@@ -83,7 +83,8 @@ def test_ct_lstm_decay_equals_easytpp(dtype, grid):
 def test_decayed_hidden_equals_easytpp_in_slices(dtype, monkeypatch):
     """NHP's h(t) on the grid, slice by slice (slices of 2 rows of dim 0, the last one shorter) and recomputed in
     the backward, against EasyTPP's decay: values and the gradients of every input, the offsets included."""
-    monkeypatch.setattr(easytpp_fused, "CHUNK_FLOATS", 2 * 5 * 4 * 8)
+    for name in ("CHUNK_FLOATS", "THREADED_CHUNK_FLOATS"):
+        monkeypatch.setattr(easytpp_fused, name, 2 * 5 * 4 * 8)
     torch.manual_seed(0)
     cell = ContTimeLSTMCell(8)
     shape = (5, 5, 1, 8)
