@@ -83,7 +83,8 @@ def test_ct_lstm_decay_equals_easytpp(dtype, grid):
 def test_decayed_hidden_equals_easytpp_in_slices(dtype, monkeypatch):
     """NHP's h(t) on the grid, slice by slice (slices of 2 rows of dim 0, the last one shorter) and recomputed in
     the backward, against EasyTPP's decay: values and the gradients of every input, the offsets included."""
-    monkeypatch.setattr(easytpp_fused, "CHUNK_FLOATS", 2 * 5 * 4 * 8)
+    for name in ("CHUNK_FLOATS", "THREADED_CHUNK_FLOATS"):
+        monkeypatch.setattr(easytpp_fused, name, 2 * 5 * 4 * 8)
     torch.manual_seed(0)
     cell = ContTimeLSTMCell(8)
     shape = (5, 5, 1, 8)
@@ -96,6 +97,78 @@ def test_decayed_hidden_equals_easytpp_in_slices(dtype, monkeypatch):
     assert torch.allclose(h_ours, h_ref, **TOL[dtype])
     for a, b in zip(g_ours, g_ref):
         assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+def _nhp_pair(dtype, fused_cell: bool):
+    """NHP built fused (its loop by `_NHPRecurrence`) and the same weights with EasyTPP's own loop: over the fused
+    decay cell (round 12's project, `fused_cell`) or over EasyTPP's unchanged classes."""
+    from easy_tpp.model.nhp import NHP
+
+    cfg = resolved("nhp", d_model=64, time_emb_size=4)  # H = 64 (params/): every pass vectorized on both sides
+    models = []
+    for fused in (True, fused_cell):
+        torch.manual_seed(0)
+        models.append(E.build("NHP", cfg, K, fused=fused).model.to(dtype))
+    ours, ref = models
+    if fused_cell:
+        ref.forward = NHP.forward.__get__(ref)  # EasyTPP's loop, per event through the fused cell
+    return ours, ref
+
+
+def _nhp_inputs(dtype, B=5, L=7, pad_from=(7, 6, 4, 1, 7)):
+    """Times, deltas (0 first and at padding, as `time_deltas`) and types (padding = K after pad_from[b] events)."""
+    gen = torch.Generator().manual_seed(3)
+    types = torch.randint(0, K, (B, L), generator=gen)
+    for b, n in enumerate(pad_from):
+        types[b, n:] = K
+    dt = torch.rand(B, L, generator=gen, dtype=dtype).mul_(3.0).masked_fill_(types == K, 0.0)
+    dt[:, 0] = 0.0
+    return dt.cumsum(1), dt, types
+
+
+@pytest.fixture
+def one_thread():
+    """torch at one intra-op thread meanwhile: `_NHPRecurrence` runs its loop so, and MKL's products of a few rows
+    (B = 5 here) can round otherwise at two threads (measured), where EasyTPP's loop would run."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("used", ["both", "left", "right"])
+def test_nhp_recurrence_equals_easytpp(dtype, used, one_thread):
+    """NHP's event loop in one node (`_NHPRecurrence`) against EasyTPP's `NHP.forward`: left and right limits bitwise
+    equal to EasyTPP's loop over the fused decay cell (the same operations per event) and within float rounding of
+    EasyTPP's unchanged classes; the gradients of the type embeddings (padding row: none), the cell's weight and bias
+    within float rounding of both, whichever outputs the loss reads."""
+    t, dt, types = _nhp_inputs(dtype)
+    for fused_cell in (True, False):
+        ours, ref = _nhp_pair(dtype, fused_cell)
+        assert type(ours).forward is easytpp_fused._nhp_forward and ours.layer_type_emb.padding_idx == K
+        results = []
+        for m in (ours, ref):
+            params = [m.layer_type_emb.weight, m.rnn_cell.linear_layer.weight, m.rnn_cell.linear_layer.bias]
+            pick = {"both": lambda out: out, "left": lambda out: out[0], "right": lambda out: out[1]}[used]
+            results.append(_grads(lambda: pick(m.forward((t, dt, types, None, None))), params))
+        (v_ours, g_ours), (v_ref, g_ref) = results
+        for a, b in zip(v_ours, v_ref):
+            assert a.shape == b.shape
+            assert torch.equal(a, b) if fused_cell else torch.allclose(a, b, **TOL[dtype])
+        assert not g_ours[0][K].any() and g_ref[0][K].abs().sum() == 0
+        for a, b in zip(g_ours, g_ref):
+            assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+
+
+def test_nhp_recurrence_falls_back_to_easytpp():
+    """Time deltas that need a gradient (nothing in the project asks for it) run EasyTPP's own loop, which gives one."""
+    ours, _ = _nhp_pair(torch.float64, True)
+    t, dt, types = _nhp_inputs(torch.float64)
+    dt.requires_grad_()
+    left, right = ours.forward((t, dt, types, None, None))
+    (left.sum() + right.sum()).backward()
+    assert dt.grad is not None and dt.grad.abs().sum() > 0
 
 
 @pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp", "fullynn", "odetpp"])

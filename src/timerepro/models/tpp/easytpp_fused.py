@@ -6,6 +6,7 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedScaledSoftplus` | `baselayer.ScaledSoftplus.forward` (lines 28-38) | 6 / 4 instead of 7 / about 12 |
 | `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 11 |
 | `FusedNHP.get_states` (h(t) alone) | `nhp.NHP.get_states` (lines 155-169) | 1 / 1 on the grid, the rest in slices (a) |
+| `FusedNHP.forward` (`_NHPRecurrence`) | `nhp.NHP.forward`, `ContTimeLSTMCell` (lines 32-83, 113-153) | (f) |
 | `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
 | `FusedCumulHazardFunctionNetwork.forward` | `fullynn.CumulHazardFunctionNetwork.forward` (lines 45-78) | (b) |
 | `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
@@ -25,6 +26,10 @@ out (no `autograd.grad` per stage).
 (e) THP's attention with the heads folded into bmm's batch dim on contiguous operands, its backward written out:
 bitwise EasyTPP's values and gradients (tests/tpp/test_easytpp_thp_fused.py); EasyTPP's own forward under active
 dropout.
+
+(f) every event's decay and cell in one node, EasyTPP's forward operations per event without autograd's graph
+(bitwise round 12's loop over `FusedContTimeLSTMCell` at H = 64), on one thread; the backward written out per
+event, the weight's and the embeddings' gradients as products over all events (the embeddings' summed per type).
 
 Equal to the originals within float rounding (tests/tpp/test_easytpp_fused.py: values and gradients against
 EasyTPP's modules); not bitwise (other summation orders in the gradients' reductions).
@@ -125,6 +130,10 @@ class _CTLSTMDecay(torch.autograd.Function):
 
 
 CHUNK_FLOATS = 1 << 15  # a slice of the grid per step of `_DecayedHidden`: its temporaries stay in the CPU's cache
+# the same at more than one intra-op thread: each pass over a slice is a parallel region whose hand-offs cost more
+# than the cache saves (NHP's training step at 2 threads, loaded machine: 1 << 15 0.60, 1 << 17 0.51, 1 << 19 0.50
+# CPU s; at one thread 1 << 15 0.29 against 0.31 and 0.31; bitwise the same values: the slices are whole rows)
+THREADED_CHUNK_FLOATS = 1 << 17
 O_FLOOR = 1e-20  # `_DecayedHidden`: tanh(c(t)) as h / o where every |o| is at least this (NHP: o = sigmoid, above 0)
 
 
@@ -134,7 +143,9 @@ RK4_CHUNK_FLOATS = 1 << 17
 
 
 def _rows(n: int, row_floats: int, chunk: int | None = None) -> list[slice]:
-    step = max(1, (CHUNK_FLOATS if chunk is None else chunk) // max(1, row_floats))
+    if chunk is None:
+        chunk = CHUNK_FLOATS if torch.get_num_threads() == 1 else THREADED_CHUNK_FLOATS
+    step = max(1, chunk // max(1, row_floats))
     return [slice(i, min(n, i + step)) for i in range(0, n, step)]
 
 
@@ -248,6 +259,118 @@ def _nhp_get_states(self, right_hiddens, sample_dts):
 
 def _ct_lstm_cell_decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
     return ct_lstm_decay(c_i, c_bar_i, delta_i, o_i, dtime)
+
+
+class _NHPRecurrence(torch.autograd.Function):
+    """EasyTPP NHP's `forward` loop (nhp.py lines 113-153: `ContTimeLSTMCell.decay`, then the cell, lines 32-83) for
+    every event in one node: per event EasyTPP's operations in its order (`_CTLSTMDecay`'s decay, cat + addmm, the
+    gates' activations) into preallocated buffers, without autograd's graph, on one intra-op thread (products of
+    [B, 2H] rows too small to split). Backward: the cell's and the decay's derivatives written out event by event;
+    the gradients of the weight and of the type embeddings as products over all events at the end, the embedding
+    side summed per type first (the embedding's rows are what the cell reads: [V, 7H] instead of [B L, 7H] rows).
+    types [B, L] (long), table [V, H] (the embedding's weight), ndt [B, L] (minus the time deltas), weight
+    [7H, 2H], bias [7H] -> left limits h(t_j-) [B, L-1, H] (j >= 1), right limits (c, c_bar, delta, o) [B, L, 4H]."""
+
+    @staticmethod
+    def forward(ctx, types, table, padding_idx, ndt, weight, bias):
+        (B, L), H = types.shape, table.size(1)
+        rows = types.t().reshape(-1)  # [L B]: event-major
+        x = table.new_empty(L, B, 2 * H)  # per event the linear layer's input cat(x_j, h(t_j-))
+        x[:, :, :H].copy_(table.index_select(0, rows).view(L, B, H))
+        pre = table.new_empty(L, B, 7 * H)  # [i, i_bar, f, f_bar] sigmoid, z tanh in place; o, delta pre-activations
+        e, tanh_c, dc = (table.new_empty(L, B, H) for _ in range(3))
+        cs = table.new_empty(L, B, 2, H)  # (c(t_j-), c_bar_{j-1}): what f, f_bar multiply
+        right = table.new_empty(B, L, 4 * H)
+        prev = table.new_zeros(B, 4 * H)  # EasyTPP's get_init_state
+        w_t = weight.t()
+        # per event views, made once: [B, 2H], [B, 7H], [B, H] x 3, [B, 2, H], [B, 4H], [B, 1]
+        steps = zip(x.unbind(0), pre.unbind(0), e.unbind(0), tanh_c.unbind(0), dc.unbind(0), cs.unbind(0),
+                    right.unbind(1), ndt.t()[:, :, None].unbind(0))
+        with _one_thread():
+            for x_j, p_j, e_j, tc_j, dc_j, cs_j, out, ndt_j in steps:
+                c, c_bar, delta, o = prev.split(H, dim=1)  # [B, H] each
+                torch.exp(torch.mul(delta, ndt_j), out=e_j)  # exp(-delta dt): the sign folded into dt
+                c_t = cs_j[:, 0]
+                torch.addcmul(c_bar, torch.sub(c, c_bar, out=dc_j), e_j, out=c_t)  # c(t_j-)
+                torch.tanh(c_t, out=tc_j)
+                torch.mul(o, tc_j, out=x_j[:, H:])  # h(t_j-)
+                cs_j[:, 1].copy_(c_bar)
+                torch.addmm(bias, x_j, w_t, out=p_j)  # [B, 7H]: i, i_bar, f, f_bar, z, o, delta
+                gates, z, p_o, p_delta = p_j.split((4 * H, H, H, H), dim=1)
+                gates.sigmoid_()
+                z.tanh_()
+                c_cbar, delta_o = out.split(2 * H, dim=1)  # out [B, 4H]: c, c_bar, delta, o
+                torch.sigmoid(p_o, out=delta_o[:, H:])
+                torch._C._nn.softplus(p_delta, 1, 20, out=delta_o[:, :H])
+                gates = gates.view(B, 2, 2, H)  # [:, 0] = (i, i_bar), [:, 1] = (f, f_bar)
+                torch.add(gates[:, 1] * cs_j, gates[:, 0] * z[:, None, :], out=c_cbar.view(B, 2, H))
+                prev = out
+        ctx.padding_idx = padding_idx
+        ctx.save_for_backward(rows, table, x, pre, e, tanh_c, dc, cs, right, ndt, weight)
+        ctx.set_materialize_grads(False)
+        return x[1:, :, H:].transpose(0, 1).contiguous(), right
+
+    @staticmethod
+    def backward(ctx, g_left, g_right):
+        rows, table, x, pre, e, tanh_c, dc, cs, right, ndt, weight = ctx.saved_tensors
+        L, B, H2 = x.shape
+        H = H2 // 2
+        w_h = weight[:, H:].contiguous()  # [7H, H]
+        g_pre = torch.empty_like(pre)  # [L, B, 7H]
+        if g_right is None:  # only the left limits are used
+            g_right = right.new_zeros(right.shape)
+        carry = None  # dL/d(right limit j - 1) through event j's decay and cell
+        tmp = pre.new_empty(B, 2, 2, H)
+        with _one_thread():
+            for j in range(L - 1, -1, -1):
+                g_r = g_right[:, j] if carry is None else carry.add_(g_right[:, j])
+                gates, z = pre[j, :, :4 * H].view(B, 2, 2, H), pre[j, :, 4 * H:5 * H]
+                g_cc = g_r[:, :2 * H].view(B, 2, H)  # dL/d(c_j, c_bar_j)
+                torch.mul(g_cc, z[:, None, :], out=tmp[:, 0])  # d/d(i, i_bar)
+                torch.mul(g_cc, cs[j], out=tmp[:, 1])  # d/d(f, f_bar)
+                gp = g_pre[j]
+                torch.ops.aten.sigmoid_backward.grad_input(tmp.view(B, 4 * H), pre[j, :, :4 * H],
+                                                           grad_input=gp[:, :4 * H])
+                g_z = torch.mul(g_cc[:, 0], gates[:, 0, 0]).addcmul_(g_cc[:, 1], gates[:, 0, 1])
+                torch.ops.aten.tanh_backward.grad_input(g_z, z, grad_input=gp[:, 4 * H:5 * H])
+                torch.ops.aten.sigmoid_backward.grad_input(g_r[:, 3 * H:], right[:, j, 3 * H:],
+                                                           grad_input=gp[:, 5 * H:6 * H])
+                torch.ops.aten.softplus_backward.grad_input(g_r[:, 2 * H:3 * H], pre[j, :, 6 * H:], 1, 20,
+                                                            grad_input=gp[:, 6 * H:])
+                if j == 0:  # event 0 decays from EasyTPP's zero initial state: no parameter behind it
+                    break
+                # dL/dh(t_j-) [B, H]: through the cell's input, plus the left limit's own gradient
+                g_h = torch.mm(gp, w_h) if g_left is None else torch.addmm(g_left[:, j - 1], gp, w_h)
+                o = right[:, j - 1, 3 * H:]
+                carry = torch.empty_like(g_r)  # [B, 4H]: dL/d(c, c_bar, delta, o) of event j - 1
+                g_c, g_cbar, g_delta, g_o = carry.split(H, dim=1)
+                torch.mul(g_h, tanh_c[j], out=g_o)
+                g = torch.ops.aten.tanh_backward(g_h.mul_(o), tanh_c[j])  # dL/dc(t_j-) through h(t_j-)
+                g.addcmul_(g_cc[:, 0], gates[:, 1, 0])  # and through c_j = f c(t_j-) + i z
+                torch.mul(g, e[j], out=g_c)
+                torch.sub(g, g_c, out=g_cbar).addcmul_(g_cc[:, 1], gates[:, 1, 1])  # and c_bar_j = f_bar c_bar + ...
+                torch.mul(g_c, ndt[:, j, None], out=g_delta).mul_(dc[j])
+        g2 = g_pre.view(L * B, -1)  # [L B, 7H]
+        per_type = g2.new_zeros(table.size(0), g2.size(1)).index_add_(0, rows, g2)  # [V, 7H]
+        g_w = torch.cat([per_type.t() @ table, g2.t() @ x.view(L * B, H2)[:, H:]], dim=1)  # [7H, 2H]
+        g_table = per_type @ weight[:, :H]  # [V, H]
+        if ctx.padding_idx is not None:
+            g_table[ctx.padding_idx] = 0.0  # nn.Embedding's padding row gets no gradient
+        return None, g_table, None, None, g_w, g2.sum(0)
+
+
+def _nhp_forward(self, batch):
+    """EasyTPP NHP's `forward` (nhp.py lines 113-153) by `_NHPRecurrence` where its cell is EasyTPP's (biased linear
+    layer, default softplus), its type embedding a plain lookup and the time deltas need no gradient, else EasyTPP's
+    loop."""
+    t_BN, dt_BN, marks_BN, _, _ = batch
+    cell, emb = self.rnn_cell, self.layer_type_emb
+    lin, sp = cell.linear_layer, cell.softplus
+    if dt_BN.requires_grad or dt_BN.dtype != emb.weight.dtype or lin.bias is None or sp.beta != 1 \
+            or sp.threshold != 20 or dt_BN.dim() != 2 or dt_BN.size(1) == 0 or emb.max_norm is not None \
+            or emb.scale_grad_by_freq or emb.sparse or marks_BN.shape != dt_BN.shape:
+        return super(type(self), self).forward(batch)
+    return _NHPRecurrence.apply(marks_BN, emb.weight, emb.padding_idx, -dt_BN, lin.weight, lin.bias)
 
 
 def _cumul_hazard_forward(self, hidden_states, time_delta_seqs):
@@ -598,7 +721,7 @@ def _method_swap(name: str, module: str, cls: str, **methods) -> Callable[[nn.Mo
 
 fuse_ct_lstm_decay = _method_swap("fuse_ct_lstm_decay", "easy_tpp.model.nhp", "ContTimeLSTMCell",
                                   decay=_ct_lstm_cell_decay)
-fuse_nhp_get_states = _method_swap("fuse_nhp_get_states", "easy_tpp.model.nhp", "NHP", get_states=_nhp_get_states)
+fuse_nhp = _method_swap("fuse_nhp", "easy_tpp.model.nhp", "NHP", forward=_nhp_forward, get_states=_nhp_get_states)
 fuse_sahp_decay = _method_swap("fuse_sahp_decay", "easy_tpp.model.sahp", "SAHP", state_decay=_sahp_state_decay)
 fuse_cumul_hazard = _method_swap("fuse_cumul_hazard", "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork",
                                  forward=_cumul_hazard_forward)
@@ -702,7 +825,7 @@ fuse_thp_states = _method_swap("fuse_thp_states", "easy_tpp.model.thp", "THP",
 
 
 # EasyTPP class -> the replacements applied to it (classes absent here run EasyTPP's modules unchanged)
-FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp_get_states),
+FUSED = {"NHP": (fuse_scaled_softplus, fuse_ct_lstm_decay, fuse_nhp),
          "THP": (fuse_scaled_softplus, fuse_attention, fuse_thp_states),
          "SAHP": (fuse_scaled_softplus, fuse_sahp_decay), "AttNHP": (fuse_scaled_softplus,),
          "FullyNN": (fuse_cumul_hazard,), "ODETPP": (fuse_neural_ode, fuse_odetpp)}
