@@ -274,10 +274,11 @@ def rehearsed_seconds(rec: dict, config: dict) -> float:
 
 def sibling_gaps(rec: dict, config: dict) -> list[str]:
     """Why a sibling shape's rehearsal `rec` is no upper bound for a run of `config`: each cost key (batch sizes
-    aside, `sibling_record` scales those) where the run asks for more than the sibling ran, or for another value.
+    aside, `sibling_record` scales those) where the run asks for more than the sibling ran, or for another value
+    (a window length, `rehearse.WINDOW_KEYS`: any other value changes the batch counts the other way).
     Compared as each runs them (`rehearse.effective_shape`: a history length of `sequence_length_by_dataset` as the
     neighbours or input length it sets, a model's dataset default filled), where the record keeps its config."""
-    from timerepro.rehearse import BATCH_KEYS, DATA_KEYS, effective_shape, shape_of
+    from timerepro.rehearse import BATCH_KEYS, DATA_KEYS, WINDOW_KEYS, effective_shape, shape_of
 
     if rec.get("config") is not None:
         own, theirs = effective_shape(config), effective_shape(rec["config"])
@@ -289,7 +290,9 @@ def sibling_gaps(rec: dict, config: dict) -> list[str]:
             continue
         a, b = own.get(k), theirs.get(k)
         numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
-        if not (numbers and a <= b):
+        if k in WINDOW_KEYS:
+            gaps.append(f"{k} {a} where it ran {b} (another number of windows)")
+        elif not (numbers and a <= b):
             gaps.append(f"{k} {a} where it ran {b}")
     return gaps
 
