@@ -545,8 +545,8 @@ REHEARSALS_VIEW = View(
     "(training + validation batches per epoch x seconds per batch) + the final evaluation passes. GPU h for runs that "
     "request a GPU (from a CPU rehearsal where no GPU one exists: an upper bound), CPU h (x cpus) otherwise. A shape "
     "without a rehearsal is priced from a sibling (same task, model, data) only where the sibling bounds it (no larger "
-    "neighbours or sequence lengths; batch counts scaled by batch size). A CPU rehearsal on a loaded machine is an "
-    "upper bound (its record keeps the load average and CPU seconds per batch). extrap.: no rehearsal of its shape "
+    "neighbours or sequence lengths, the same forecasting windows; batch counts scaled by batch size). A CPU rehearsal "
+    "on a loaded machine is an upper bound (its record keeps the load average and CPU seconds per batch). extrap.: no rehearsal of its shape "
     "or of a sibling yet, priced from run records. fails: the shape's GPU rehearsal ran out of the GPU's memory: "
     "the job fails at this size on that device, priced at the seconds it ran (listed below).",
     "Runs without a basis, and why (distinct runs):", lambda r: r.basis == NONE)
