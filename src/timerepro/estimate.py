@@ -274,10 +274,11 @@ def rehearsed_seconds(rec: dict, config: dict) -> float:
 
 def sibling_gaps(rec: dict, config: dict) -> list[str]:
     """Why a sibling shape's rehearsal `rec` is no upper bound for a run of `config`: each cost key (batch sizes
-    aside, `sibling_record` scales those) where the run asks for more than the sibling ran, or for another value.
+    aside, `sibling_record` scales those) where the run asks for more than the sibling ran, or for another value
+    (a window length, `rehearse.WINDOW_KEYS`: any other value changes the batch counts the other way).
     Compared as each runs them (`rehearse.effective_shape`: a history length of `sequence_length_by_dataset` as the
     neighbours or input length it sets, a model's dataset default filled), where the record keeps its config."""
-    from timerepro.rehearse import BATCH_KEYS, DATA_KEYS, effective_shape, shape_of
+    from timerepro.rehearse import BATCH_KEYS, DATA_KEYS, WINDOW_KEYS, effective_shape, shape_of
 
     if rec.get("config") is not None:
         own, theirs = effective_shape(config), effective_shape(rec["config"])
@@ -289,7 +290,9 @@ def sibling_gaps(rec: dict, config: dict) -> list[str]:
             continue
         a, b = own.get(k), theirs.get(k)
         numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
-        if not (numbers and a <= b):
+        if k in WINDOW_KEYS:
+            gaps.append(f"{k} {a} where it ran {b} (another number of windows)")
+        elif not (numbers and a <= b):
             gaps.append(f"{k} {a} where it ran {b}")
     return gaps
 
@@ -542,8 +545,8 @@ REHEARSALS_VIEW = View(
     "(training + validation batches per epoch x seconds per batch) + the final evaluation passes. GPU h for runs that "
     "request a GPU (from a CPU rehearsal where no GPU one exists: an upper bound), CPU h (x cpus) otherwise. A shape "
     "without a rehearsal is priced from a sibling (same task, model, data) only where the sibling bounds it (no larger "
-    "neighbours or sequence lengths; batch counts scaled by batch size). A CPU rehearsal on a loaded machine is an "
-    "upper bound (its record keeps the load average and CPU seconds per batch). extrap.: no rehearsal of its shape "
+    "neighbours or sequence lengths, the same forecasting windows; batch counts scaled by batch size). A CPU rehearsal "
+    "on a loaded machine is an upper bound (its record keeps the load average and CPU seconds per batch). extrap.: no rehearsal of its shape "
     "or of a sibling yet, priced from run records. fails: the shape's GPU rehearsal ran out of the GPU's memory: "
     "the job fails at this size on that device, priced at the seconds it ran (listed below).",
     "Runs without a basis, and why (distinct runs):", lambda r: r.basis == NONE)

@@ -219,6 +219,18 @@ def test_a_history_length_bounds_a_sibling_through_the_knob_it_sets(paper_shapes
     assert _gaps(longest, plain) == [] and _gaps(plain, longest) == ["max_input_sequence_length 2048 where it ran 256"]
 
 
+def test_a_longer_forecasting_horizon_is_no_bound_for_a_shorter_one(paper_shapes):
+    """A horizon of 720 leaves fewer windows (batches) than one of 96 (`series.n_windows`): neither bounds the other."""
+    from timerepro.data.series import SeriesSplit
+
+    runs = {s.shape["pred_len"]: s.runs[0] for s in paper_shapes if s.name == "forecasting/hawkes_ts/etth1"}
+    assert {96, 720} <= set(runs)
+    rows = SeriesSplit(*([0] * n for n in (8640, 2976, 2976)), None, None, [], [])  # ETTh1, seq_len 96
+    assert rows.n_windows("test", 96, 720) < rows.n_windows("test", 96, 96)
+    assert _gaps(runs[720], runs[96]) == ["pred_len 96 where it ran 720 (another number of windows)"]
+    assert _gaps(runs[96], runs[720]) == ["pred_len 720 where it ran 96 (another number of windows)"]
+
+
 def test_of_the_siblings_that_bound_a_run_the_closest_prices_it(paper_shapes, tmp_path):
     """Two siblings bound a run (Figure 7's lengths on Enron for the default 256): the one that ran less prices it."""
     plain = _lp_run(paper_shapes, "dyg_mamba", "enron", None)
