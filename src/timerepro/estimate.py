@@ -340,13 +340,13 @@ def estimate_rehearsed(run, rec: dict) -> RunEstimate:
     """A paper-scale run priced from its shape's rehearsal (GPU or CPU), or unpriced when the rehearsal failed."""
     gpu = bool(run.resources.get("gpu"))
     units = (run.resources.get("gpu") or 1) if gpu else run.resources.get("cpus", 1)
-    if rec["status"] != "ok" and out_of_gpu_memory(rec):
-        return RunEstimate(run.paper, run.run_id, FAILS, float(rec.get("wall_s") or 0.0) * units / 3600, gpu,
-                           rec.get("peak_rss_mb"),
-                           f"{rec['name']} ran out of memory on "
-                           f"{rec['device']} at {(rec.get('peak_gpu_mb') or 0) / 1024:.0f} GB (rehearsal "
-                           f"{rec['shape_id']}): the job fails at this size on such a device")
     if rec["status"] != "ok":
+        if out_of_gpu_memory(rec):  # a finding: the job fails at this size, after the seconds it ran
+            return RunEstimate(run.paper, run.run_id, FAILS, float(rec.get("wall_s") or 0.0) * units / 3600, gpu,
+                               rec.get("peak_rss_mb"),
+                               f"{rec['name']} ran out of memory on {rec['device']} at "
+                               f"{(rec.get('peak_gpu_mb') or 0) / 1024:.0f} GB (rehearsal {rec['shape_id']}): "
+                               "the job fails at this size on such a device")
         return RunEstimate(run.paper, run.run_id, NONE, None, gpu, None,
                            f"rehearsal of {rec['name']} failed: {rec.get('error', '?')[:160]}")
     from timerepro.rehearse import early_timed
@@ -573,18 +573,18 @@ def format_plan(p: Plan, scale: str) -> str:
                      "epoch's start (before `train_at`), on models whose cost per batch grows with the history they "
                      "read (`rehearse.GROWS_WITH_HISTORY`): their training part is low; `timerepro rehearse "
                      "--missing` rehearses them again at the epoch's end.")
+    lines += _tallied(p, view.notes_heading, view.noted, top=20)
+    lines += _tallied(p, "Runs that fail at this size (distinct runs):", lambda r: r.basis == FAILS)
+    return "\n".join(lines)
+
+
+def _tallied(p: Plan, heading: str, keep: Callable[[RunEstimate], bool], top: int | None = None) -> list[str]:
+    """`heading` and the notes of the plan's distinct runs that `keep` selects, each with its count, commonest first
+    (the first `top`); nothing when none is selected."""
     notes: dict[str, int] = {}
     for r in p.unique_runs.values():
-        if view.noted(r):
+        if keep(r):
             notes[r.note] = notes.get(r.note, 0) + 1
-    if notes:
-        lines.append(view.notes_heading)
-        lines += [f"  {n:5d}  {note}" for note, n in sorted(notes.items(), key=lambda kv: -kv[1])[:20]]
-    fails: dict[str, int] = {}
-    for r in p.unique_runs.values():
-        if r.basis == FAILS:
-            fails[r.note] = fails.get(r.note, 0) + 1
-    if fails:
-        lines.append("Runs that fail at this size (distinct runs):")
-        lines += [f"  {n:5d}  {note}" for note, n in sorted(fails.items(), key=lambda kv: -kv[1])]
-    return "\n".join(lines)
+    if not notes:
+        return []
+    return [heading] + [f"  {n:5d}  {note}" for note, n in sorted(notes.items(), key=lambda kv: -kv[1])[:top]]
