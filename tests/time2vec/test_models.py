@@ -115,3 +115,55 @@ def test_synthetic_classifier_is_a_linear_read_out_of_time2vec():
     torch.testing.assert_close(m(tau), want)
     assert n_parameters(m) == 2 * 32 + 32 + 1
     assert math.isclose(float(m.t2v.k), 31)
+
+
+def _graph_nodes(t: torch.Tensor) -> dict[str, int]:
+    """Autograd nodes behind t, by type."""
+    seen, stack, counts = set(), [t.grad_fn], {}
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        counts[type(node).__name__] = counts.get(type(node).__name__, 0) + 1
+        stack.extend(f for f, _ in node.next_functions)
+    return counts
+
+
+@pytest.mark.parametrize("time_input", ["tau", "t2v"])
+def test_lstm_states_are_the_packed_runs_and_zero_after_each_sequence(time_input):
+    """LSTM+T over the padded batch: states up to each length (and every gradient) as torch's packed LSTM gives
+    them, at float rounding; zeros after the end, as `pad_packed_sequence` leaves them."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    torch.manual_seed(0)
+    model = LSTMTime(4, 3, 6, time_input, {"k_sines": 5})
+    types, tau = torch.randint(0, 4, (5, 40)), torch.rand(5, 40).cumsum(1)
+    lengths = torch.tensor([40, 1, 17, 39, 8])
+
+    def states_and_grads(packed: bool):
+        model.zero_grad()
+        if packed:
+            x = model.inputs(types, tau)
+            h, _ = model.lstm(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+            h = pad_packed_sequence(h, batch_first=True, total_length=40)[0]
+        else:
+            h = model.states(types, tau, lengths)
+        loss = model.out(h[torch.arange(5), lengths - 1]).logsumexp(-1).sum() + h.square().sum()
+        loss.backward()
+        return h.detach(), [p.grad.clone() for p in model.parameters()]
+
+    (want, want_g), (got, got_g) = states_and_grads(True), states_and_grads(False)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert all(bool((got[i, n:] == 0).all()) for i, n in enumerate(lengths.tolist()))
+    for g, w in zip(got_g, want_g):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-6)
+
+
+def test_lstm_backward_has_no_per_step_slices_of_the_whole_batch():
+    """The packed CPU LSTM slices its input projection per step; each slice's backward fills a zero tensor of the
+    whole batch: quadratic in the length (a raw N-TIDIGITS18 batch of ~14 k events: hours). The padded run has
+    no per-step slice, at any length."""
+    model = LSTMTime(3, 2, 4, "tau", {})
+    counts = [_graph_nodes(model.states(torch.zeros(2, L, dtype=torch.long), torch.rand(2, L),
+                                        torch.tensor([L, L // 2])).sum()).get("SliceBackward0", 0) for L in (16, 256)]
+    assert counts[0] == counts[1] <= 2, counts

@@ -20,7 +20,6 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from timerepro.encoders import Time2Vec
 
@@ -70,10 +69,14 @@ class LSTMTime(nn.Module):
         self.out = nn.Linear(hidden, n_out)
 
     def states(self, types: torch.Tensor, tau: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Hidden states, zeros after each sequence's end. The LSTM runs over the padded batch, not a packed one:
+        a step never reads a later one, so the states up to each length are the packed run's (at float rounding),
+        and on CPU the packed backward fills a zero tensor of the whole batch per step (quadratic in the length:
+        one raw N-TIDIGITS18 batch of ~14 k steps took hours; docs/time2vec.md, "Padded, not packed")."""
         x = self.inputs(types, tau)  # (B, L, D)
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        h, _ = self.lstm(packed)
-        return pad_packed_sequence(h, batch_first=True, total_length=x.shape[1])[0]  # (B, L, H)
+        h, _ = self.lstm(x)  # (B, L, H)
+        valid = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device).unsqueeze(1)  # (B, L)
+        return h * valid.unsqueeze(-1)
 
 
 def _constraint(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
