@@ -131,9 +131,9 @@ def _graph_nodes(t: torch.Tensor) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("time_input", ["tau", "t2v"])
-def test_lstm_states_are_the_packed_runs_and_zero_after_each_sequence(time_input):
+def test_lstm_states_are_the_packed_runs(time_input):
     """LSTM+T over the padded batch: states up to each length (and every gradient) as torch's packed LSTM gives
-    them, at float rounding; zeros after the end, as `pad_packed_sequence` leaves them."""
+    them, at float rounding."""
     from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     torch.manual_seed(0)
     model = LSTMTime(4, 3, 6, time_input, {"k_sines": 5})
@@ -148,13 +148,13 @@ def test_lstm_states_are_the_packed_runs_and_zero_after_each_sequence(time_input
             h = pad_packed_sequence(h, batch_first=True, total_length=40)[0]
         else:
             h = model.states(types, tau, lengths)
-        loss = model.out(h[torch.arange(5), lengths - 1]).logsumexp(-1).sum() + h.square().sum()
+        valid = torch.arange(40) < lengths.unsqueeze(1)  # (B, L): what the tasks read
+        loss = model.out(h[torch.arange(5), lengths - 1]).logsumexp(-1).sum() + h[valid].square().sum()
         loss.backward()
-        return h.detach(), [p.grad.clone() for p in model.parameters()]
+        return h[valid].detach(), [p.grad.clone() for p in model.parameters()]
 
     (want, want_g), (got, got_g) = states_and_grads(True), states_and_grads(False)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-    assert all(bool((got[i, n:] == 0).all()) for i, n in enumerate(lengths.tolist()))
     for g, w in zip(got_g, want_g):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-6)
 
@@ -167,3 +167,13 @@ def test_lstm_backward_has_no_per_step_slices_of_the_whole_batch():
     counts = [_graph_nodes(model.states(torch.zeros(2, L, dtype=torch.long), torch.rand(2, L),
                                         torch.tensor([L, L // 2])).sum()).get("SliceBackward0", 0) for L in (16, 256)]
     assert counts[0] == counts[1] <= 2, counts
+
+
+def test_event_input_is_the_one_hot_beside_the_time_features():
+    """[one_hot(type); tau] built in one float tensor: the values of `torch.cat([F.one_hot(...).float(), t])`."""
+    inp = LSTMTime(4, 2, 3, "t2v", {"k_sines": 3}).inputs
+    types, tau = torch.tensor([[0, 3, 1], [2, 2, 0]]), torch.rand(2, 3)
+    want = torch.cat([torch.nn.functional.one_hot(types, 4).float(), inp.time(tau)], dim=-1)
+    assert torch.equal(inp(types, tau), want)
+    inp(types, tau).sum().backward()  # the time features' gradient flows through the copy into the one tensor
+    assert all(p.grad is not None for p in inp.parameters())

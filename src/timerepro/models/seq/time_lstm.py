@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from timerepro.encoders import Time2Vec
@@ -50,12 +49,19 @@ class EventInput(nn.Module):
     def time(self, tau: torch.Tensor) -> torch.Tensor:
         return tau.unsqueeze(-1) if self.t2v is None else self.t2v(tau)  # (B, L, d_time)
 
-    def onehot(self, types: torch.Tensor) -> torch.Tensor:
-        return F.one_hot(types, self.n_types).float()  # (B, L, n_types)
+    def onehot(self, types: torch.Tensor, width: int | None = None) -> torch.Tensor:
+        """(B, L, width) float zeros with 1.0 at each type (the first n_types columns); scattered, not through
+        `torch.nn.functional.one_hot`'s int64 tensor (a raw N-TIDIGITS18 evaluation batch: 7.5 GB of it)."""
+        out = torch.zeros(*types.shape, width or self.n_types, device=types.device)
+        return out.scatter_(-1, types.unsqueeze(-1), 1.0)
 
     def forward(self, types: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
         t = self.time(tau)
-        return torch.cat([self.onehot(types), t], dim=-1) if self.n_types else t
+        if not self.n_types:
+            return t
+        x = self.onehot(types, self.dim)  # (B, L, n_types + d_time): the one-hot, then the time features
+        x[..., self.n_types:] = t
+        return x
 
 
 class LSTMTime(nn.Module):
@@ -69,14 +75,13 @@ class LSTMTime(nn.Module):
         self.out = nn.Linear(hidden, n_out)
 
     def states(self, types: torch.Tensor, tau: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Hidden states, zeros after each sequence's end. The LSTM runs over the padded batch, not a packed one:
-        a step never reads a later one, so the states up to each length are the packed run's (at float rounding),
-        and on CPU the packed backward fills a zero tensor of the whole batch per step (quadratic in the length:
-        one raw N-TIDIGITS18 batch of ~14 k steps took hours; docs/time2vec.md, "Padded, not packed")."""
-        x = self.inputs(types, tau)  # (B, L, D)
-        h, _ = self.lstm(x)  # (B, L, H)
-        valid = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device).unsqueeze(1)  # (B, L)
-        return h * valid.unsqueeze(-1)
+        """Hidden states (B, L, H), meaningful up to each sequence's length (the tasks read no further). The LSTM
+        runs over the padded batch, not a packed one: a step never reads a later one, so the states up to each length
+        are the packed run's (at float rounding), and on CPU the packed backward fills a zero tensor of the whole
+        batch per step (quadratic in the length: one raw N-TIDIGITS18 batch of ~14 k steps took hours;
+        docs/time2vec.md, "Padded, not packed")."""
+        h, _ = self.lstm(self.inputs(types, tau))
+        return h
 
 
 def _constraint(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
