@@ -818,6 +818,70 @@ def _thp_states_at_sample_times(self, event_states, sample_dtimes):
     return _AffineInTime.apply(decay, s, c, base)
 
 
+THP_CHUNK_FLOATS = 1 << 17  # grid floats per slice of `_THPIntegral`: its temporaries stay in the cache
+
+
+def _softplus_slice(x, log_beta, threshold):
+    """`_ScaledSoftplus.forward`'s operations on one slice of the grid (bitwise its values): y and dy/dx."""
+    beta = log_beta.exp()
+    bx = x * beta
+    if bool(bx.max() <= LOG_1E5):
+        return torch.exp(bx).log1p_().div_(beta), bx.sigmoid_()
+    y = torch.where(bx <= threshold, torch.log1p(bx.clamp(max=LOG_1E5).exp()) / beta, x)
+    return y, torch.sigmoid(bx).masked_fill_(bx > LOG_1E5, 0.0).masked_fill_(bx > threshold, 1.0)
+
+
+class _THPIntegral(torch.autograd.Function):
+    """THP's sampled integral per interval, mean_s sum_k softplus_k(decay_k s + c_k + base_k) (thp.py lines 146-172
+    with baselayer.py lines 28-38 and the project's `lam.sum(-1).mean(-1)`: the same operations, bitwise their
+    values), slice by slice of the intervals so the [B, L, S, K] grid never leaves the cache. The upstream gradient
+    is one number per interval, so the forward also sums over s what the backward needs (dy/dx, dy/dx s,
+    dy/dlog_beta = x dy/dx - y): the backward is [B, L, K]-sized (gradients at float rounding: other summation
+    orders). c [B, L, K], s [B, L, S] (no gradient), decay, base, log_beta [K] -> [B, L]."""
+
+    @staticmethod
+    def forward(ctx, c, s, decay, base, log_beta, threshold):
+        B, L, S = s.shape
+        K = c.size(-1)
+        c2, s2 = c.reshape(B * L, 1, K), s.reshape(B * L, S, 1)
+        out = c.new_empty(B * L)
+        grad = any(ctx.needs_input_grad[i] for i in (0, 2, 3, 4))
+        d_sum, ds_sum, lb_sum = (c.new_empty(B * L, K) for _ in range(3)) if grad else (None,) * 3
+        decay4, base4 = decay.view(1, 1, K), base.view(1, 1, K)
+        for r in _rows(B * L, S * K, THP_CHUNK_FLOATS):
+            x = (decay4 * s2[r] + c2[r]).add_(base4)  # [n, S, K]: `_AffineInTime`'s operations
+            y, d = _softplus_slice(x, log_beta, threshold)
+            torch.mean(y.sum(-1), -1, out=out[r])
+            if grad:
+                torch.sum(d, 1, out=d_sum[r])
+                torch.sum(d * s2[r], 1, out=ds_sum[r])
+                torch.sum(x.mul_(d).sub_(y), 1, out=lb_sum[r])
+        ctx.save_for_backward(d_sum, ds_sum, lb_sum)
+        ctx.S = S
+        return out.view(B, L)
+
+    @staticmethod
+    def backward(ctx, g):
+        d_sum, ds_sum, lb_sum = ctx.saved_tensors
+        B, L = g.shape
+        w = (g / ctx.S).reshape(B * L, 1)  # the mean's gradient, equal at every sample and mark
+        g_c = (d_sum * w).view(B, L, -1)
+        return (g_c, None, (ds_sum * w).sum(0), g_c.sum((0, 1)), (lb_sum * w).sum(0), None)
+
+
+def thp_integral(model, hidden, sample_dtimes):
+    """mean_s sum_k lambda_k(t_j + s) per interval: `_THPIntegral` on a fused THP where nothing needs the offsets'
+    gradient, else EasyTPP's operations. hidden [B, L, D], sample_dtimes [B, L, S] -> [B, L]."""
+    from easy_tpp.model.thp import THP
+
+    m = model.model
+    if sample_dtimes.requires_grad or not (isinstance(m, THP) and isinstance(m.softplus, FusedScaledSoftplus)):
+        return m.softplus(m.compute_states_at_sample_times(hidden, sample_dtimes)).sum(-1).mean(-1)
+    c = m.layer_intensity_hidden(hidden)  # [B, L, K]
+    return _THPIntegral.apply(c, sample_dtimes, m.factor_intensity_decay.view(-1), m.factor_intensity_base.view(-1),
+                              m.softplus.log_beta, m.softplus.threshold)
+
+
 fuse_attention = _method_swap("fuse_attention", "easy_tpp.model.baselayer", "MultiHeadAttention",
                               forward=_mha_forward)
 fuse_thp_states = _method_swap("fuse_thp_states", "easy_tpp.model.thp", "THP",
