@@ -732,47 +732,51 @@ fuse_odetpp = _method_swap("fuse_odetpp", "easy_tpp.model.ode_tpp", "ODETPP", fo
 
 # ------------------------------------------------------------------ THP (issue 27, item 2: THP's own replacements)
 
-def _heads(t, n_head: int):
-    """[B, L, n_head * d_k] -> [B * n_head, L, d_k], contiguous (EasyTPP's view and transpose, then one copy)."""
-    B, L, D = t.shape
-    return t.view(B, L, n_head, D // n_head).transpose(1, 2).reshape(B * n_head, L, D // n_head)
+def _head(t, h: int, n_head: int):
+    """Head h of [B, L, n_head * d_k] as a [B, L, d_k] view (row stride n_head * d_k: bmm reads it without a copy)."""
+    d_k = t.size(-1) // n_head
+    return t[..., h * d_k:(h + 1) * d_k]
 
 
-def _unheads(t, B: int):
-    """[B * n_head, L, d_k] -> [B, L, n_head * d_k], contiguous."""
-    N, L, d_k = t.shape
-    return t.reshape(B, N // B, L, d_k).transpose(1, 2).reshape(B, L, N // B * d_k)
+def _merge(parts):
+    """n_head tensors [B, L, d_k] -> [B, L, n_head * d_k], contiguous (EasyTPP's transpose + contiguous)."""
+    return torch.stack(parts, dim=2).flatten(2)
 
 
 class _MaskedAttention(torch.autograd.Function):
-    """EasyTPP's `attention` (baselayer.py lines 7-17) without dropout, the heads folded into bmm's batch dim:
-    softmax(masked_fill(q k^T / sqrt(d_k), mask, -1e9)) v, its backward written out with autograd's formulas (bmm's,
-    softmax's, masked_fill's, the division's) on contiguous operands, in EasyTPP's order: bitwise its values and
-    gradients, and k^T is never gathered across the heads (EasyTPP's matmul on transposed [B, n_head, L, d_k] views
-    copies it, in both directions). q, k, v [B, L, n_head * d_k] (the projections), masked [B, 1, Lq, Lk] bool ->
-    [B, Lq, n_head * d_k]."""
+    """EasyTPP's `attention` (baselayer.py lines 7-17) without dropout, one bmm per head on strided views of the
+    projections: softmax(masked_fill(q k^T / sqrt(d_k), mask, -1e9)) v, its backward written out with autograd's
+    formulas (bmm's, softmax's, masked_fill's, the division's) in EasyTPP's order: bitwise its values and gradients
+    (each batch item's products are the same GEMMs), and neither q, k, v nor their gradients are gathered per head
+    (EasyTPP's view + transpose copies them, in both directions). q, k, v [B, L, n_head * d_k] (the projections),
+    masked [B, 1, Lq, Lk] bool -> [B, Lq, n_head * d_k]."""
 
     @staticmethod
     def forward(ctx, q, k, v, masked, n_head):
         B, Lq, Lk = q.size(0), q.size(1), k.size(1)
-        qh, kh, vh = _heads(q, n_head), _heads(k, n_head), _heads(v, n_head)  # [B * n_head, L, d_k]
-        scores = (torch.bmm(qh, kh.transpose(1, 2)) / math.sqrt(qh.size(-1))).view(B, n_head, Lq, Lk)
-        p = torch.softmax(scores.masked_fill_(masked, -1e9), dim=-1)  # [B, n_head, Lq, Lk]
-        ctx.save_for_backward(qh, kh, vh, p, masked)
-        return _unheads(torch.bmm(p.view(-1, Lq, Lk), vh), B)
+        scale = math.sqrt(q.size(-1) // n_head)
+        scores = q.new_empty(n_head, B, Lq, Lk)  # head-major: each head's block contiguous for bmm's out
+        for h in range(n_head):
+            torch.bmm(_head(q, h, n_head), _head(k, h, n_head).transpose(1, 2), out=scores[h])
+        p = torch.softmax(scores.div_(scale).masked_fill_(masked.flatten(0, 1), -1e9), dim=-1)  # [n_head, B, Lq, Lk]
+        ctx.save_for_backward(q, k, v, p, masked)
+        ctx.n_head = n_head
+        return _merge([torch.bmm(p[h], _head(v, h, n_head)) for h in range(n_head)])
 
     @staticmethod
     def backward(ctx, g):
-        qh, kh, vh, p, masked = ctx.saved_tensors
-        B, Lq, Lk = g.size(0), qh.size(1), kh.size(1)
-        g_o = _heads(g, qh.size(0) // B)  # [B * n_head, Lq, d_k]
-        g_p = torch.bmm(g_o, vh.transpose(1, 2)).view(p.shape)
-        g_v = torch.bmm(p.view(-1, Lq, Lk).transpose(1, 2), g_o)
-        g_s = torch._softmax_backward_data(g_p, p, -1, p.dtype).masked_fill_(masked, 0.0)
-        g_s = g_s.div_(math.sqrt(qh.size(-1))).view(-1, Lq, Lk)  # [B * n_head, Lq, Lk]
-        g_q = torch.bmm(g_s, kh)
-        g_k = torch.bmm(qh.transpose(1, 2), g_s).transpose(1, 2)  # as autograd: (q^T g_s)^T
-        return _unheads(g_q, B), _unheads(g_k, B), _unheads(g_v, B), None, None
+        q, k, v, p, masked = ctx.saved_tensors
+        n = ctx.n_head
+        B, Lq, Lk = p.size(1), p.size(2), p.size(3)
+        g_p = torch.empty_like(p)
+        for h in range(n):
+            torch.bmm(_head(g, h, n), _head(v, h, n).transpose(1, 2), out=g_p[h])
+        g_v = _merge([torch.bmm(p[h].transpose(1, 2), _head(g, h, n)) for h in range(n)])
+        g_s = torch._softmax_backward_data(g_p, p, -1, p.dtype).masked_fill_(masked.flatten(0, 1), 0.0)
+        g_s = g_s.div_(math.sqrt(q.size(-1) // n))  # [n_head, B, Lq, Lk]
+        g_q = _merge([torch.bmm(g_s[h], _head(k, h, n)) for h in range(n)])
+        g_k = _merge([torch.bmm(_head(q, h, n).transpose(1, 2), g_s[h]).transpose(1, 2) for h in range(n)])  # (q^T g_s)^T
+        return g_q, g_k, g_v, None, None
 
 
 def _mha_forward(self, query, key, value, mask, output_weight=False):
