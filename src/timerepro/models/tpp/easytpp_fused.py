@@ -787,7 +787,8 @@ def _mha_forward(self, query, key, value, mask, output_weight=False):
     if output_weight or mask is None or (self.training and self.dropout.p > 0):
         return MultiHeadAttention.forward(self, query, key, value, mask, output_weight)
     q, k, v = [lin(x) for lin, x in zip(self.linears, (query, key, value))]  # [B, L, D] each
-    x = _MaskedAttention.apply(q, k, v, mask.unsqueeze(1) > 0, self.n_head)
+    masked = mask.unsqueeze(1) if mask.dtype == torch.bool else mask.unsqueeze(1) > 0  # [B, 1, Lq, Lk]
+    x = _MaskedAttention.apply(q, k, v, masked, self.n_head)
     return self.linears[-1](x) if self.output_linear else x
 
 
@@ -822,7 +823,7 @@ def _thp_states_at_sample_times(self, event_states, sample_dtimes):
     return _AffineInTime.apply(decay, s, c, base)
 
 
-THP_CHUNK_FLOATS = 1 << 17  # grid floats per slice of `_THPIntegral`: its temporaries stay in the cache
+THP_CHUNK_FLOATS = 1 << 18  # grid floats per slice of `_THPIntegral`: its temporaries stay in the cache
 
 
 def _softplus_slice(x, log_beta, threshold):
@@ -858,8 +859,10 @@ class _THPIntegral(torch.autograd.Function):
             torch.mean(y.sum(-1), -1, out=out[r])
             if grad:
                 torch.sum(d, 1, out=d_sum[r])
-                torch.sum(d * s2[r], 1, out=ds_sum[r])
-                torch.sum(x.mul_(d).sub_(y), 1, out=lb_sum[r])
+                torch.sum(d.mul_(s2[r]), 1, out=ds_sum[r])
+                torch.sum(y, 1, out=lb_sum[r])
+        if grad:  # sum_s (x d - y) = decay sum_s d s + (c + base) sum_s d - sum_s y: [B L, K], not the grid
+            lb_sum = torch.addcmul(ds_sum * decay, c.reshape(-1, K) + base, d_sum).sub_(lb_sum)
         ctx.save_for_backward(d_sum, ds_sum, lb_sum)
         ctx.S = S
         return out.view(B, L)
