@@ -136,7 +136,9 @@ class NHPModel(EasyTPPModel):
         return self.model.layer_intensity(self.model.get_states(hidden, times_since_last))
 
 
-class THPModel(EasyTPPModel):
+class _AttentionModel(EasyTPPModel):
+    """THP's and SAHP's split: the encoder's states, then softplus(compute_states_at_sample_times)."""
+
     def encode(self, time_seqs, type_seqs, attention_mask=None):
         mask = easytpp_attention_mask(type_seqs, self.pad_token_id) if attention_mask is None else attention_mask
         return self.model.forward(time_seqs, type_seqs, mask)  # [B, L, D]
@@ -144,6 +146,8 @@ class THPModel(EasyTPPModel):
     def intensities_at(self, times_since_last, hidden):
         return self.model.softplus(self.model.compute_states_at_sample_times(hidden, times_since_last))
 
+
+class THPModel(_AttentionModel):
     def batch_log_likelihood(self, batch: Batch, *, num_samples: int = 20, sampling: str = "grid",
                              generator: torch.Generator | None = None) -> LogLikelihood:
         """The protocol's likelihood (tpp/likelihood.py), its integral by `easytpp_fused.thp_integral` (issue 27)."""
@@ -160,7 +164,7 @@ class THPModel(EasyTPPModel):
         return LogLikelihood(event_ll, thp_integral(self, hidden, dt[..., None] * u) * dt * mask, mask)
 
 
-class SAHPModel(THPModel):
+class SAHPModel(_AttentionModel):
     def encode(self, time_seqs, type_seqs, attention_mask=None):
         mask = easytpp_attention_mask(type_seqs, self.pad_token_id) if attention_mask is None else attention_mask
         return self.model.forward(*self.inputs(time_seqs, type_seqs), mask)  # [B, L, D]

@@ -845,12 +845,12 @@ class _THPIntegral(torch.autograd.Function):
     orders). c [B, L, K], s [B, L, S] (no gradient), decay, base, log_beta [K] -> [B, L]."""
 
     @staticmethod
-    def forward(ctx, c, s, decay, base, log_beta, threshold):
+    def forward(ctx, c, s, decay, base, log_beta, threshold, grad_mode):
         B, L, S = s.shape
         K = c.size(-1)
         c2, s2 = c.reshape(B * L, 1, K), s.reshape(B * L, S, 1)
         out = c.new_empty(B * L)
-        grad = any(ctx.needs_input_grad[i] for i in (0, 2, 3, 4))
+        grad = grad_mode and any(ctx.needs_input_grad[i] for i in (0, 2, 3, 4))  # (True under no_grad too)
         d_sum, ds_sum, lb_sum = (c.new_empty(B * L, K) for _ in range(3)) if grad else (None,) * 3
         decay4, base4 = decay.view(1, 1, K), base.view(1, 1, K)
         for r in _rows(B * L, S * K, THP_CHUNK_FLOATS):
@@ -873,7 +873,7 @@ class _THPIntegral(torch.autograd.Function):
         B, L = g.shape
         w = (g / ctx.S).reshape(B * L, 1)  # the mean's gradient, equal at every sample and mark
         g_c = (d_sum * w).view(B, L, -1)
-        return (g_c, None, (ds_sum * w).sum(0), g_c.sum((0, 1)), (lb_sum * w).sum(0), None)
+        return g_c, None, (ds_sum * w).sum(0), g_c.sum((0, 1)), (lb_sum * w).sum(0), None, None
 
 
 def thp_integral(model, hidden, sample_dtimes):
@@ -886,7 +886,7 @@ def thp_integral(model, hidden, sample_dtimes):
         return m.softplus(m.compute_states_at_sample_times(hidden, sample_dtimes)).sum(-1).mean(-1)
     c = m.layer_intensity_hidden(hidden)  # [B, L, K]
     return _THPIntegral.apply(c, sample_dtimes, m.factor_intensity_decay.view(-1), m.factor_intensity_base.view(-1),
-                              m.softplus.log_beta, m.softplus.threshold)
+                              m.softplus.log_beta, m.softplus.threshold, torch.is_grad_enabled())
 
 
 fuse_attention = _method_swap("fuse_attention", "easy_tpp.model.baselayer", "MultiHeadAttention",
