@@ -14,6 +14,7 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a), (d) |
 | `FusedMultiHeadAttention.forward` (`_MaskedAttention`) | `baselayer.MultiHeadAttention.forward`, `attention` (lines 7-17, 58-79) | (e) |
 | `FusedTHP.compute_states_at_sample_times` (`_AffineInTime`) | `thp.THP.compute_states_at_sample_times` (lines 146-172) | 3 / 4 instead of 3 / 5, bitwise |
+| `thp_integral` (`_THPIntegral`, THP's training likelihood) | `thp.THP.compute_states_at_sample_times`, `ScaledSoftplus`, the sum over marks and mean over samples | (g) |
 
 (a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
 recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluGrid`). NHP's tanh(c(t)) comes back in
@@ -23,9 +24,11 @@ beside its value): one graph instead of K double-backward graphs (`grad(..., cre
 (c) EasyTPP's RK4 forward solve bitwise; its adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written
 out (no `autograd.grad` per stage).
 (d) the RK4 stages' pre-activations by linearity (p1 + c W k): two products per sample offset instead of three.
-(e) THP's attention with the heads folded into bmm's batch dim on contiguous operands, its backward written out:
-bitwise EasyTPP's values and gradients (tests/tpp/test_easytpp_thp_fused.py); EasyTPP's own forward under active
-dropout.
+(e) THP's attention as one bmm per head on strided views of the projections (no per-head copies), its backward
+written out: bitwise EasyTPP's values and gradients (tests/tpp/test_easytpp_thp_fused.py); EasyTPP's own forward
+under active dropout.
+(g) the integral's grid in slices that stay in the cache, EasyTPP's operations (bitwise the values); the forward
+also sums over the samples what the backward needs, so the backward is [B, L, K]-sized (gradients at rounding).
 
 (f) every event's decay and cell in one node, EasyTPP's forward operations per event without autograd's graph
 (bitwise round 12's loop over `FusedContTimeLSTMCell` at H = 64), on one thread; the backward written out per
