@@ -152,3 +152,75 @@ def test_fused_thp_copies_and_pickles():
         for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
             assert {"FusedTHP", "FusedMultiHeadAttention"} <= {type(m).__name__ for m in other.modules()}
             assert torch.equal(log_likelihood(other, batch).total, want)
+
+
+def _thp_pair(dtype, **sizes):
+    """A fused THP adapter and EasyTPP's unfused class (same weights), Table 6 sizes unless given."""
+    cfg = resolved("thp", **{"d_model": 8, "time_emb_size": 4, "num_layers": 2, "num_heads": 2, **sizes})
+    models = []
+    for fused in (True, False):
+        torch.manual_seed(0)
+        models.append(E.build("THP", cfg, K, fused=fused).to(dtype))
+    return models
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("chunk", [None, 3 * 6 * K])  # one slice; slices of 3 intervals
+@pytest.mark.parametrize("large", [False, True])  # True: beta x past log 1e5 and past the threshold in some slices
+def test_thp_integral_equals_easytpp(dtype, chunk, large, monkeypatch):
+    """`thp_integral` (`_THPIntegral`) against EasyTPP's softplus(compute_states_at_sample_times) summed over the
+    marks and averaged over the samples (thp.py lines 146-172, baselayer.py lines 28-38): values bitwise, the
+    gradients of the hidden states, decay, base, log_beta and the intensity layer within float rounding."""
+    if chunk:
+        monkeypatch.setattr(easytpp_fused, "THP_CHUNK_FLOATS", chunk)
+    ours, ref = _thp_pair(dtype)
+    with torch.no_grad():
+        ours.model.softplus.log_beta.copy_(torch.linspace(-0.5, 0.5, K))
+        ref.model.softplus.log_beta.copy_(torch.linspace(-0.5, 0.5, K))
+    h = (torch.randn(5, 4, 8, dtype=dtype) * (20.0 if large else 1.0)).requires_grad_()
+    s = torch.rand(5, 4, 6, dtype=dtype) * 3.0
+    head = ("factor_intensity", "layer_intensity_hidden", "softplus")
+    results = [_grads(lambda: easytpp_fused.thp_integral(ours, h, s),
+                      [h, *(p for n, p in ours.model.named_parameters() if n.startswith(head))]),
+               _grads(lambda: ref.model.softplus(ref.model.compute_states_at_sample_times(h, s)).sum(-1).mean(-1),
+                      [h, *(p for n, p in ref.model.named_parameters() if n.startswith(head))])]
+    (y_ours,), g_ours = results[0]
+    (y_ref,), g_ref = results[1]
+    assert easytpp_fused.thp_integral(ours, h, s).grad_fn.name() == "_THPIntegralBackward"
+    assert y_ours.shape == (5, 4) and torch.equal(y_ours, y_ref) and len(g_ours) == len(g_ref) == 6
+    if large:
+        bx = (ref.model.compute_states_at_sample_times(h, s) * ref.model.softplus.log_beta.exp()).detach()
+        assert (bx > 20.0).any() and ((bx > easytpp_fused.LOG_1E5) & (bx <= 20.0)).any() and (bx < 0).any()
+    for a, b in zip(g_ours, g_ref):
+        assert torch.isfinite(a).all() and torch.allclose(a, b, **TOL[dtype])
+    with torch.no_grad():  # evaluation: the values alone
+        assert torch.equal(easytpp_fused.thp_integral(ours, h, s), y_ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_fused_thp_loss_and_gradients_equal_easytpp_loglike_loss(dtype):
+    """The project's THP training loss (`THPModel.batch_log_likelihood`: the fused encoder, `thp_integral`) against
+    EasyTPP's unfused class: -LL per event equal to `loglike_loss` / num_events (relative 2e-5: EasyTPP adds eps to
+    the sampled intensities) and every parameter's gradient within float rounding of
+    `loglike_loss`'s; the unfused class through the protocol gives the same loss bitwise."""
+    records = easytpp_records(hawkes_sequences(np.random.default_rng(3), K, 6, 2, 12), K)
+    batch = collate(records, K)
+    batch = type(batch)(**{k: v.to(dtype) if v.is_floating_point() else v for k, v in batch.as_dict().items()})
+    ours, ref = _thp_pair(dtype, d_model=16, num_heads=2)
+    ll = log_likelihood(ours, batch)
+    loss = -ll.total / ll.n_events
+    loss.backward()
+    ll_ref = log_likelihood(ref, batch)
+    assert torch.equal(loss, -ll_ref.total / ll_ref.n_events)
+    ref_loss, n = ref.model.loglike_loss(**batch.as_dict())
+    (ref_loss / n).backward()
+    assert n == ll.n_events
+    assert float(loss.detach()) == pytest.approx(float(ref_loss.detach() / n), rel=2e-5)
+    g_ours = dict(ours.model.named_parameters())
+    checked = 0
+    for name, p in ref.model.named_parameters():
+        if p.grad is None or name.endswith("linears.1.bias"):  # the keys' bias: gradient 0 up to rounding
+            continue
+        assert torch.allclose(g_ours[name].grad, p.grad, **TOL[dtype]), name
+        checked += 1
+    assert checked > 15

@@ -136,7 +136,9 @@ class NHPModel(EasyTPPModel):
         return self.model.layer_intensity(self.model.get_states(hidden, times_since_last))
 
 
-class THPModel(EasyTPPModel):
+class _AttentionModel(EasyTPPModel):
+    """THP's and SAHP's split: the encoder's states, then softplus(compute_states_at_sample_times)."""
+
     def encode(self, time_seqs, type_seqs, attention_mask=None):
         mask = easytpp_attention_mask(type_seqs, self.pad_token_id) if attention_mask is None else attention_mask
         return self.model.forward(time_seqs, type_seqs, mask)  # [B, L, D]
@@ -145,7 +147,24 @@ class THPModel(EasyTPPModel):
         return self.model.softplus(self.model.compute_states_at_sample_times(hidden, times_since_last))
 
 
-class SAHPModel(THPModel):
+class THPModel(_AttentionModel):
+    def batch_log_likelihood(self, batch: Batch, *, num_samples: int = 20, sampling: str = "grid",
+                             generator: torch.Generator | None = None) -> LogLikelihood:
+        """The protocol's likelihood (tpp/likelihood.py), its integral by `easytpp_fused.thp_integral` (issue 27)."""
+        from timerepro.models.tpp.easytpp_fused import thp_integral
+
+        empty = _empty_or_none(batch)
+        if empty is not None:
+            return empty
+        hidden = self.encode(batch.time_seqs[:, :-1], batch.type_seqs[:, :-1])  # [B, L-1, D]
+        mask = batch.seq_non_pad_mask[:, 1:]
+        dt = batch.time_delta_seqs[:, 1:] * mask  # [B, L-1]
+        event_ll, _ = _event_terms(self.intensities_at(dt[..., None], hidden)[:, :, 0, :], batch)
+        u = integral_ratios(tuple(dt.shape), num_samples, sampling, device=dt.device, generator=generator)
+        return LogLikelihood(event_ll, thp_integral(self, hidden, dt[..., None] * u) * dt * mask, mask)
+
+
+class SAHPModel(_AttentionModel):
     def encode(self, time_seqs, type_seqs, attention_mask=None):
         mask = easytpp_attention_mask(type_seqs, self.pad_token_id) if attention_mask is None else attention_mask
         return self.model.forward(*self.inputs(time_seqs, type_seqs), mask)  # [B, L, D]

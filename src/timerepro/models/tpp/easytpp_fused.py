@@ -14,6 +14,7 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedODETPP.compute_states_at_sample_times` | `ode_tpp.ODETPP.compute_states_at_sample_times` (lines 254-272) | one node in slices (a), (d) |
 | `FusedMultiHeadAttention.forward` (`_MaskedAttention`) | `baselayer.MultiHeadAttention.forward`, `attention` (lines 7-17, 58-79) | (e) |
 | `FusedTHP.compute_states_at_sample_times` (`_AffineInTime`) | `thp.THP.compute_states_at_sample_times` (lines 146-172) | 3 / 4 instead of 3 / 5, bitwise |
+| `thp_integral` (`_THPIntegral`, THP's training likelihood) | `thp.THP.compute_states_at_sample_times`, `ScaledSoftplus`, the sum over marks and mean over samples | (g) |
 
 (a) `_DecayedHidden`: only h(t) and its gradient cross the whole grid; the decay runs slice by slice in the cache,
 recomputed in the backward (also ODETPP's RK4 step on the grid, `_RK4ReluGrid`). NHP's tanh(c(t)) comes back in
@@ -23,9 +24,11 @@ beside its value): one graph instead of K double-backward graphs (`grad(..., cre
 (c) EasyTPP's RK4 forward solve bitwise; its adjoint RK4 solve with the ReLU MLP's vector-Jacobian products written
 out (no `autograd.grad` per stage).
 (d) the RK4 stages' pre-activations by linearity (p1 + c W k): two products per sample offset instead of three.
-(e) THP's attention with the heads folded into bmm's batch dim on contiguous operands, its backward written out:
-bitwise EasyTPP's values and gradients (tests/tpp/test_easytpp_thp_fused.py); EasyTPP's own forward under active
-dropout.
+(e) THP's attention as one bmm per head on strided views of the projections (no per-head copies), its backward
+written out: bitwise EasyTPP's values and gradients (tests/tpp/test_easytpp_thp_fused.py); EasyTPP's own forward
+under active dropout.
+(g) the integral's grid in slices that stay in the cache, EasyTPP's operations (bitwise the values); the forward
+also sums over the samples what the backward needs, so the backward is [B, L, K]-sized (gradients at rounding).
 
 (f) every event's decay and cell in one node, EasyTPP's forward operations per event without autograd's graph
 (bitwise round 12's loop over `FusedContTimeLSTMCell` at H = 64), on one thread; the backward written out per
@@ -732,47 +735,51 @@ fuse_odetpp = _method_swap("fuse_odetpp", "easy_tpp.model.ode_tpp", "ODETPP", fo
 
 # ------------------------------------------------------------------ THP (issue 27, item 2: THP's own replacements)
 
-def _heads(t, n_head: int):
-    """[B, L, n_head * d_k] -> [B * n_head, L, d_k], contiguous (EasyTPP's view and transpose, then one copy)."""
-    B, L, D = t.shape
-    return t.view(B, L, n_head, D // n_head).transpose(1, 2).reshape(B * n_head, L, D // n_head)
+def _head(t, h: int, n_head: int):
+    """Head h of [B, L, n_head * d_k] as a [B, L, d_k] view (row stride n_head * d_k: bmm reads it without a copy)."""
+    d_k = t.size(-1) // n_head
+    return t[..., h * d_k:(h + 1) * d_k]
 
 
-def _unheads(t, B: int):
-    """[B * n_head, L, d_k] -> [B, L, n_head * d_k], contiguous."""
-    N, L, d_k = t.shape
-    return t.reshape(B, N // B, L, d_k).transpose(1, 2).reshape(B, L, N // B * d_k)
+def _merge(parts):
+    """n_head tensors [B, L, d_k] -> [B, L, n_head * d_k], contiguous (EasyTPP's transpose + contiguous)."""
+    return torch.stack(parts, dim=2).flatten(2)
 
 
 class _MaskedAttention(torch.autograd.Function):
-    """EasyTPP's `attention` (baselayer.py lines 7-17) without dropout, the heads folded into bmm's batch dim:
-    softmax(masked_fill(q k^T / sqrt(d_k), mask, -1e9)) v, its backward written out with autograd's formulas (bmm's,
-    softmax's, masked_fill's, the division's) on contiguous operands, in EasyTPP's order: bitwise its values and
-    gradients, and k^T is never gathered across the heads (EasyTPP's matmul on transposed [B, n_head, L, d_k] views
-    copies it, in both directions). q, k, v [B, L, n_head * d_k] (the projections), masked [B, 1, Lq, Lk] bool ->
-    [B, Lq, n_head * d_k]."""
+    """EasyTPP's `attention` (baselayer.py lines 7-17) without dropout, one bmm per head on strided views of the
+    projections: softmax(masked_fill(q k^T / sqrt(d_k), mask, -1e9)) v, its backward written out with autograd's
+    formulas (bmm's, softmax's, masked_fill's, the division's) in EasyTPP's order: bitwise its values and gradients
+    (each batch item's products are the same GEMMs), and neither q, k, v nor their gradients are gathered per head
+    (EasyTPP's view + transpose copies them, in both directions). q, k, v [B, L, n_head * d_k] (the projections),
+    masked [B, 1, Lq, Lk] bool -> [B, Lq, n_head * d_k]."""
 
     @staticmethod
     def forward(ctx, q, k, v, masked, n_head):
         B, Lq, Lk = q.size(0), q.size(1), k.size(1)
-        qh, kh, vh = _heads(q, n_head), _heads(k, n_head), _heads(v, n_head)  # [B * n_head, L, d_k]
-        scores = (torch.bmm(qh, kh.transpose(1, 2)) / math.sqrt(qh.size(-1))).view(B, n_head, Lq, Lk)
-        p = torch.softmax(scores.masked_fill_(masked, -1e9), dim=-1)  # [B, n_head, Lq, Lk]
-        ctx.save_for_backward(qh, kh, vh, p, masked)
-        return _unheads(torch.bmm(p.view(-1, Lq, Lk), vh), B)
+        scale = math.sqrt(q.size(-1) // n_head)
+        scores = q.new_empty(n_head, B, Lq, Lk)  # head-major: each head's block contiguous for bmm's out
+        for h in range(n_head):
+            torch.bmm(_head(q, h, n_head), _head(k, h, n_head).transpose(1, 2), out=scores[h])
+        p = torch.softmax(scores.div_(scale).masked_fill_(masked.flatten(0, 1), -1e9), dim=-1)  # [n_head, B, Lq, Lk]
+        ctx.save_for_backward(q, k, v, p, masked)
+        ctx.n_head = n_head
+        return _merge([torch.bmm(p[h], _head(v, h, n_head)) for h in range(n_head)])
 
     @staticmethod
     def backward(ctx, g):
-        qh, kh, vh, p, masked = ctx.saved_tensors
-        B, Lq, Lk = g.size(0), qh.size(1), kh.size(1)
-        g_o = _heads(g, qh.size(0) // B)  # [B * n_head, Lq, d_k]
-        g_p = torch.bmm(g_o, vh.transpose(1, 2)).view(p.shape)
-        g_v = torch.bmm(p.view(-1, Lq, Lk).transpose(1, 2), g_o)
-        g_s = torch._softmax_backward_data(g_p, p, -1, p.dtype).masked_fill_(masked, 0.0)
-        g_s = g_s.div_(math.sqrt(qh.size(-1))).view(-1, Lq, Lk)  # [B * n_head, Lq, Lk]
-        g_q = torch.bmm(g_s, kh)
-        g_k = torch.bmm(qh.transpose(1, 2), g_s).transpose(1, 2)  # as autograd: (q^T g_s)^T
-        return _unheads(g_q, B), _unheads(g_k, B), _unheads(g_v, B), None, None
+        q, k, v, p, masked = ctx.saved_tensors
+        n = ctx.n_head
+        B, Lq, Lk = p.size(1), p.size(2), p.size(3)
+        g_p = torch.empty_like(p)
+        for h in range(n):
+            torch.bmm(_head(g, h, n), _head(v, h, n).transpose(1, 2), out=g_p[h])
+        g_v = _merge([torch.bmm(p[h].transpose(1, 2), _head(g, h, n)) for h in range(n)])
+        g_s = torch._softmax_backward_data(g_p, p, -1, p.dtype).masked_fill_(masked.flatten(0, 1), 0.0)
+        g_s = g_s.div_(math.sqrt(q.size(-1) // n))  # [n_head, B, Lq, Lk]
+        g_q = _merge([torch.bmm(g_s[h], _head(k, h, n)) for h in range(n)])
+        g_k = _merge([torch.bmm(_head(q, h, n).transpose(1, 2), g_s[h]).transpose(1, 2) for h in range(n)])  # (q^T g_s)^T
+        return g_q, g_k, g_v, None, None
 
 
 def _mha_forward(self, query, key, value, mask, output_weight=False):
@@ -783,7 +790,8 @@ def _mha_forward(self, query, key, value, mask, output_weight=False):
     if output_weight or mask is None or (self.training and self.dropout.p > 0):
         return MultiHeadAttention.forward(self, query, key, value, mask, output_weight)
     q, k, v = [lin(x) for lin, x in zip(self.linears, (query, key, value))]  # [B, L, D] each
-    x = _MaskedAttention.apply(q, k, v, mask.unsqueeze(1) > 0, self.n_head)
+    masked = mask.unsqueeze(1) if mask.dtype == torch.bool else mask.unsqueeze(1) > 0  # [B, 1, Lq, Lk]
+    x = _MaskedAttention.apply(q, k, v, masked, self.n_head)
     return self.linears[-1](x) if self.output_linear else x
 
 
@@ -816,6 +824,72 @@ def _thp_states_at_sample_times(self, event_states, sample_dtimes):
     if s.requires_grad or s.dim() != 4 or s.shape[:2] != c.shape[:2]:
         return decay * s + c + base
     return _AffineInTime.apply(decay, s, c, base)
+
+
+THP_CHUNK_FLOATS = 1 << 18  # grid floats per slice of `_THPIntegral`: its temporaries stay in the cache
+
+
+def _softplus_slice(x, log_beta, threshold):
+    """`_ScaledSoftplus.forward`'s operations on one slice of the grid (bitwise its values): y and dy/dx."""
+    beta = log_beta.exp()
+    bx = x * beta
+    if bool(bx.max() <= LOG_1E5):
+        return torch.exp(bx).log1p_().div_(beta), bx.sigmoid_()
+    y = torch.where(bx <= threshold, torch.log1p(bx.clamp(max=LOG_1E5).exp()) / beta, x)
+    return y, torch.sigmoid(bx).masked_fill_(bx > LOG_1E5, 0.0).masked_fill_(bx > threshold, 1.0)
+
+
+class _THPIntegral(torch.autograd.Function):
+    """THP's sampled integral per interval, mean_s sum_k softplus_k(decay_k s + c_k + base_k) (thp.py lines 146-172
+    with baselayer.py lines 28-38 and the project's `lam.sum(-1).mean(-1)`: the same operations, bitwise their
+    values), slice by slice of the intervals so the [B, L, S, K] grid never leaves the cache. The upstream gradient
+    is one number per interval, so the forward also sums over s what the backward needs (dy/dx, dy/dx s,
+    dy/dlog_beta = x dy/dx - y): the backward is [B, L, K]-sized (gradients at float rounding: other summation
+    orders). c [B, L, K], s [B, L, S] (no gradient), decay, base, log_beta [K] -> [B, L]."""
+
+    @staticmethod
+    def forward(ctx, c, s, decay, base, log_beta, threshold, grad_mode):
+        B, L, S = s.shape
+        K = c.size(-1)
+        c2, s2 = c.reshape(B * L, 1, K), s.reshape(B * L, S, 1)
+        out = c.new_empty(B * L)
+        grad = grad_mode and any(ctx.needs_input_grad[i] for i in (0, 2, 3, 4))  # (True under no_grad too)
+        d_sum, ds_sum, lb_sum = (c.new_empty(B * L, K) for _ in range(3)) if grad else (None,) * 3
+        decay4, base4 = decay.view(1, 1, K), base.view(1, 1, K)
+        for r in _rows(B * L, S * K, THP_CHUNK_FLOATS):
+            x = (decay4 * s2[r] + c2[r]).add_(base4)  # [n, S, K]: `_AffineInTime`'s operations
+            y, d = _softplus_slice(x, log_beta, threshold)
+            torch.mean(y.sum(-1), -1, out=out[r])
+            if grad:
+                torch.sum(d, 1, out=d_sum[r])
+                torch.sum(d.mul_(s2[r]), 1, out=ds_sum[r])
+                torch.sum(y, 1, out=lb_sum[r])
+        if grad:  # sum_s (x d - y) = decay sum_s d s + (c + base) sum_s d - sum_s y: [B L, K], not the grid
+            lb_sum = torch.addcmul(ds_sum * decay, c.reshape(-1, K) + base, d_sum).sub_(lb_sum)
+        ctx.save_for_backward(d_sum, ds_sum, lb_sum)
+        ctx.S = S
+        return out.view(B, L)
+
+    @staticmethod
+    def backward(ctx, g):
+        d_sum, ds_sum, lb_sum = ctx.saved_tensors
+        B, L = g.shape
+        w = (g / ctx.S).reshape(B * L, 1)  # the mean's gradient, equal at every sample and mark
+        g_c = (d_sum * w).view(B, L, -1)
+        return g_c, None, (ds_sum * w).sum(0), g_c.sum((0, 1)), (lb_sum * w).sum(0), None, None
+
+
+def thp_integral(model, hidden, sample_dtimes):
+    """mean_s sum_k lambda_k(t_j + s) per interval: `_THPIntegral` on a fused THP where nothing needs the offsets'
+    gradient, else EasyTPP's operations. hidden [B, L, D], sample_dtimes [B, L, S] -> [B, L]."""
+    from easy_tpp.model.thp import THP
+
+    m = model.model
+    if sample_dtimes.requires_grad or not (isinstance(m, THP) and isinstance(m.softplus, FusedScaledSoftplus)):
+        return m.softplus(m.compute_states_at_sample_times(hidden, sample_dtimes)).sum(-1).mean(-1)
+    c = m.layer_intensity_hidden(hidden)  # [B, L, K]
+    return _THPIntegral.apply(c, sample_dtimes, m.factor_intensity_decay.view(-1), m.factor_intensity_base.view(-1),
+                              m.softplus.log_beta, m.softplus.threshold, torch.is_grad_enabled())
 
 
 fuse_attention = _method_swap("fuse_attention", "easy_tpp.model.baselayer", "MultiHeadAttention",
