@@ -366,3 +366,35 @@ def test_side_means_are_the_slices_means_bit_for_bit_with_their_gradients(n_u):
         results.append((got.detach(), out.grad))
     assert results[0][0].shape == (7, 2, 200)
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("case", ["train", "eval", "small"])
+def test_gelu_dropout_in_one_buffer_gives_the_modules_outputs_and_gradients_bit_for_bit(case, monkeypatch):
+    """A layer's FFN with Drop(GELU(.)) in one buffer (`_GeluDropout`, the default) against `Dropout` on `F.gelu`
+    (the switch off), the same seed: outputs, the input's and every weight's gradient equal; `_GeluDropout` runs in
+    training only, and not under `MIN_ELEMENTS` (there both ways are torch's dropout)."""
+    from timerepro.models import dropout as drop
+    from timerepro.models.graph import dygformer
+
+    if case == "small":
+        monkeypatch.setattr(drop, "MIN_ELEMENTS", 1 << 30)
+    calls = []
+    apply = dygformer._GeluDropout.apply
+    monkeypatch.setattr(dygformer._GeluDropout, "apply", lambda *a: calls.append(1) or apply(*a))
+    torch.manual_seed(0)
+    layer = TransformerLayer(16, 2, 0.3).train(case != "eval")
+    x0, weight = torch.randn(8, 64, 16), torch.randn(8, 64, 16)  # FFN hidden: 8 * 64 * 64 = MIN_ELEMENTS entries
+    results = []
+    for fuse in (False, True):
+        monkeypatch.setattr(TransformerLayer, "fuse_gelu_dropout", fuse)
+        layer.zero_grad()
+        x = x0.clone().requires_grad_()
+        torch.manual_seed(1)
+        out, _ = layer(x)
+        (out * weight).sum().backward()
+        results.append([out.detach(), x.grad] + [p.grad.clone() for p in layer.parameters()])
+    for expected, got in zip(*results):
+        assert torch.equal(got, expected)
+    assert len(calls) == (case == "train")
+    with torch.no_grad():
+        assert (case != "eval") == (not torch.equal(results[0][0], layer.eval()(x0)[0]))

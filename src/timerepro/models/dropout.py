@@ -81,9 +81,14 @@ def kept_mask(shape: torch.Size, p: float, dtype: torch.dtype = torch.uint8) -> 
     return kept if dtype == torch.uint8 else kept.to(dtype)
 
 
+def draws_mask(x: torch.Tensor, p: float, training: bool) -> bool:
+    """Whether `dropout(x, p, training)` draws its mask with `kept_mask` (else it is `F.dropout`)."""
+    return ENABLED and training and 0.0 < p < 1.0 and x.device.type == "cpu" and x.numel() >= MIN_ELEMENTS
+
+
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """`F.dropout(x, p, training)`, with the mask of a large CPU tensor from `kept_mask`."""
-    if not (ENABLED and training and 0.0 < p < 1.0 and x.device.type == "cpu" and x.numel() >= MIN_ELEMENTS):
+    if not draws_mask(x, p, training):
         return F.dropout(x, p, training)
     return _MaskedScale.apply(x, kept_mask(x.shape, p, x.dtype), 1.0 / (1.0 - p))
 

@@ -245,6 +245,26 @@ def side_means(out: torch.Tensor, n_u: int) -> torch.Tensor:
     return torch.stack([out[:, :n_u].mean(dim=1), out[:, n_u:].mean(dim=1)], dim=1)
 
 
+class _GeluDropout(torch.autograd.Function):
+    """GELU(h) masked by `kept` (0/1 in h's dtype) and scaled: `Dropout(F.gelu(h))`'s kernels and numbers, the mask
+    applied in place on GELU's output (`addcmul` with out=) and, backward, GELU's gradient written over the masked
+    gradient: one fresh (tokens, 4d) buffer each way instead of two (a fresh buffer's first write costs a pass from
+    memory; this one is still in cache)."""
+
+    @staticmethod
+    def forward(ctx, h: torch.Tensor, kept: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.save_for_backward(h, kept)
+        ctx.scale = scale
+        out = F.gelu(h)
+        return torch.addcmul(out.new_zeros(()), out, kept, value=scale, out=out)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        h, kept = ctx.saved_tensors
+        masked = torch.addcmul(grad.new_zeros(()), grad, kept, value=ctx.scale)
+        return torch.ops.aten.gelu_backward.grad_input(masked, h, grad_input=masked), None, None
+
+
 class TransformerLayer(nn.Module):
     """DyGLib's pre-LN layer: x + Drop(MHA(LN(x))), then + Drop(W2 Drop(GELU(W1 LN(.)))) (FFN 4d).
 
@@ -253,6 +273,8 @@ class TransformerLayer(nn.Module):
     still serves `need_weights`, which the fused kernel does not return)."""
 
     block_tokens: int = BLOCK_TOKENS  # rows per block of the packed layer's row-wise part; 0 = all at once
+    # the FFN's Drop(GELU(.)) in one (tokens, 4d) buffer each way (`_GeluDropout`); False: `Dropout` on `F.gelu`
+    fuse_gelu_dropout: bool = True
 
     def __init__(self, dim: int, num_heads: int, dropout: float, fused: bool = True):
         super().__init__()
@@ -290,7 +312,15 @@ class TransformerLayer(nn.Module):
         """Tokens x (T, d) and their attention heads out (T, d) -> the layer's output (T, d)."""
         att = self.attention
         x = self._residual(x, F.linear(out, att.out_proj.weight, att.out_proj.bias))
-        return self._residual(x, self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+        return self._residual(x, self.ffn_out(self._gelu_dropout(self.ffn_in(self.norm_ffn(x)))))
+
+    def _gelu_dropout(self, h: torch.Tensor) -> torch.Tensor:
+        """Drop(GELU(h)), the FFN's hidden activation: one (tokens, 4d) buffer where the mask is drawn here
+        (`_GeluDropout`), else `Dropout` on `F.gelu`."""
+        p = self.dropout.p
+        if not (self.fuse_gelu_dropout and dropout_module.draws_mask(h, p, self.training)):
+            return self.dropout(F.gelu(h))
+        return _GeluDropout.apply(h, dropout_module.kept_mask(h.shape, p, h.dtype), 1.0 / (1.0 - p))
 
     def _residual(self, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
         """x + Drop(branch), one pass where the mask is drawn by `models.dropout`."""
@@ -308,7 +338,7 @@ class TransformerLayer(nn.Module):
             mask = torch.triu(torch.ones(length, length, dtype=torch.bool, device=x.device), 1) if causal else None
             out, weights = self.attention(h, h, h, attn_mask=mask, need_weights=need_weights)
         x = self._residual(x, out)
-        x = self._residual(x, self.ffn_out(self.dropout(F.gelu(self.ffn_in(self.norm_ffn(x))))))
+        x = self._residual(x, self.ffn_out(self._gelu_dropout(self.ffn_in(self.norm_ffn(x)))))
         return x, weights
 
 
