@@ -69,7 +69,7 @@ NORMS = ("rms", "layer")
 # (rows, L, inner) elements of one block activation above which a training step keeps only the inputs of each stage
 # (channels, blocks, final norm, cross-attention + read-out) and recomputes the rest in backward (as mamba_ssm's fused
 # kernel recomputes its block): at Enron's L = 2048 with batches of 200 (dyg_mamba Figure 7; 200 x 2049 x 400 = 164 M)
-# autograd kept ~370 MB per batch row, 74 GB a step (docs/dyg_mamba.md M11); every offline and every other paper-scale
+# autograd kept ~370 MB per batch row, 74 GB a step (docs/dyg_mamba.md, the scan's cost); every offline and other paper-scale
 # shape (UCI 1024 x 200: 82 M) stays below it and runs the plain path, bit for bit
 RECOMPUTE_ACTIVATIONS_MIN = 1 << 27
 # (rows, L, inner, d_state) states of one piece of a recomputed block: its rows are recomputed a piece at a time
