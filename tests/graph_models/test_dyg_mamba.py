@@ -480,7 +480,7 @@ def _saved_storages(step) -> dict:
 
 
 @pytest.mark.parametrize("kw", [{}, {"bidirectional": True}, {"pairing": "joint", "cross_attention": "none"},
-                                {"block_dropout": 0.2}])
+                                {"cross_attention": "elu", "readout": "mean"}, {"block_dropout": 0.2}])
 def test_a_step_too_large_to_keep_recomputes_its_stages_with_the_same_results(kw, monkeypatch):
     """Above RECOMPUTE_ACTIVATIONS_MIN a training step keeps only the inputs of its stages (DyG-Mamba at Enron's
     L = 2048 with batches of 200 kept ~370 MB per row, 74 GB; docs/dyg_mamba.md M11): no (B, L, inner) activation

@@ -497,19 +497,17 @@ class DyGMamba(nn.Module):
                 Encoded([h[:, n_u:] for h in layers], seq_v, mask_v, att_v))
 
     def readout(self, enc_u: Encoded, enc_v: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, width) pooled states of both sides, after the cross-attention when there is one."""
+        """(B, width) pooled states of both sides, after the cross-attention when there is one; above
+        RECOMPUTE_ACTIVATIONS_MIN each cross-attention call keeps only its inputs (whole batch: the same dropout
+        masks; the gate and the mean keep no more than their inputs)."""
         h_u, h_v = enc_u.layers[-1], enc_v.layers[-1]
-        if self._recomputes(*h_u.shape[:2]) or self._recomputes(*h_v.shape[:2]):
-            return _recomputed(self._pool, h_u, h_v, enc_u, enc_v)  # whole batch: dropout's masks as drawn
-        return self._pool(h_u, h_v, enc_u, enc_v)
-
-    def _pool(self, h_u: torch.Tensor, h_v: torch.Tensor, enc_u: Encoded, enc_v: Encoded):
-        """`readout` on the last states h_u, h_v (B, L, width): cross-attention, then the gate or the mean."""
+        frugal = self._recomputes(*h_u.shape[:2]) or self._recomputes(*h_v.shape[:2])
+        couple = (lambda *a: _recomputed(self.coupling, *a)) if frugal else getattr(self, "coupling", None)
         if self.cross_attention == "softmax":  # the second side attends to the updated first (DyGMamba.py:224-225)
-            h_u = self.coupling(h_u, h_v, enc_v.attend)
-            h_v = self.coupling(h_v, h_u, enc_u.attend)
+            h_u = couple(h_u, h_v, enc_v.attend)
+            h_v = couple(h_v, h_u, enc_u.attend)
         elif self.cross_attention == "elu":
-            h_u, h_v = self.coupling(h_u, h_v, enc_v.attend), self.coupling(h_v, h_u, enc_u.attend)
+            h_u, h_v = couple(h_u, h_v, enc_v.attend), couple(h_v, h_u, enc_u.attend)
         if self.readout_kind == "gate_topk":
             return (gate_topk(h_u, self.gate_u(h_u), enc_u.attend, self.top_k),
                     gate_topk(h_v, self.gate_v(h_v), enc_v.attend, self.top_k))
