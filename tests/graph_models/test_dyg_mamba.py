@@ -464,3 +464,70 @@ def test_a_scan_too_large_for_one_piece_runs_over_batch_rows_with_the_same_resul
         results.append([y.detach(), *(t.grad for t in ins)])
     for name, whole, pieces in zip(["y", "du", "ddelta", "dA", "dB", "dC"], *results):
         assert torch.allclose(whole, pieces, rtol=1e-12, atol=1e-12), name
+
+
+def _saved_storages(step) -> dict:
+    """Bytes of each distinct storage autograd keeps for backward while `step()` builds its graph."""
+    saved = {}
+
+    def pack(t):
+        saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = step()
+    return out, saved
+
+
+@pytest.mark.parametrize("kw", [{}, {"bidirectional": True}, {"pairing": "joint", "cross_attention": "none"},
+                                {"cross_attention": "elu", "readout": "mean"}, {"block_dropout": 0.2}])
+def test_a_step_too_large_to_keep_recomputes_its_stages_with_the_same_results(kw, monkeypatch):
+    """Above RECOMPUTE_ACTIVATIONS_MIN a training step keeps only the inputs of its stages (DyG-Mamba at Enron's
+    L = 2048 with batches of 200 kept ~370 MB per row, 74 GB; docs/dyg_mamba.md M11): no (B, L, inner) activation
+    is kept (the largest kept storage is a (B, L, width) state), the kept bytes fall more than 4x, the blocks run
+    in row pieces (whole where their dropout draws), the loss is the same float and the gradients equal the plain
+    path's up to summation order; Enron's 2048 x 200 recomputes, UCI's 1024 x 200 (and every offline shape) not."""
+    src, dst, ts, eids, node, edge = toy(3, n_edges=120)
+    graph = TemporalNeighbors(src, dst, ts, eids)
+    rows, length = 9, 12
+    q = np.arange(len(src) - rows, len(src))
+    seen_rows = []
+    block_forward = dm.MambaBlock.forward
+    monkeypatch.setattr(dm.MambaBlock, "forward", lambda self, z, *a: (seen_rows.append(z.shape[0]),
+                                                                       block_forward(self, z, *a))[1])
+
+    def step():
+        model = make(node, edge, max_input_sequence_length=length, dropout=0.1, **kw).train()
+        model.set_graph(graph)
+        torch.manual_seed(5)  # the cross-attention's (and the blocks') dropout masks
+        h_u, h_v = model.pair_embeddings(src[q], dst[q], ts[q])
+        return model, (h_u * h_v).sum() + h_u.square().mean()
+
+    results = []
+    for recompute in (False, True):
+        if recompute:  # every stage recomputed, the blocks 2 rows at a time
+            seq = model.sequences(src[q], ts[q]).valid.shape[1] * (2 if kw.get("pairing") == "joint" else 1)
+            monkeypatch.setattr(dm, "RECOMPUTE_ACTIVATIONS_MIN", 0)
+            monkeypatch.setattr(dm, "RECOMPUTE_PIECE_STATES", 2 * seq * model.blocks[0].inner * SMALL["d_state"])
+        seen_rows.clear()
+        (model, loss), saved = _saved_storages(step)
+        forward_rows = set(seen_rows)
+        loss.backward()
+        inner, width = model.blocks[0].inner, model.width
+        results.append((loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None},
+                        saved, forward_rows, set(seen_rows) - forward_rows))
+    (plain, g_plain, kept_plain, _, _), (frugal, g_frugal, kept_frugal, fwd_rows, bwd_rows) = results
+    assert torch.equal(plain, frugal)
+    assert g_plain.keys() == g_frugal.keys()
+    for name in g_plain:
+        assert torch.allclose(g_plain[name], g_frugal[name], rtol=1e-5, atol=1e-7), name
+    assert max(kept_plain.values()) >= rows * seq * 2 * inner * 4  # the plain path keeps [x ; z] (B, L, 2 inner)
+    assert max(kept_frugal.values()) <= rows * seq * width * 4  # (B, L, width) states
+    assert sum(kept_frugal.values()) * 4 < sum(kept_plain.values())
+    whole = kw.get("block_dropout", 0) > 0
+    assert fwd_rows == ({rows} if whole else {2, 1}) and bwd_rows <= fwd_rows | {rows}  # pieces of 2 (the last 1)
+    monkeypatch.undo()
+    big = dm.DyGMamba(node, edge)  # Table 7's widths: 4 x 50 channels, inner 400
+    with torch.enable_grad():
+        assert big._recomputes(200, 2048 + 1) and not big._recomputes(200, 1024 + 2)
+    assert not big._recomputes(50, 17) and not big._recomputes(20, 1026)

@@ -48,6 +48,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from timerepro.encoders import (TimeSpanControl, TrainableTimeSpanControl, dygmamba_span_ratios, make_encoder,
                                 time_spans)
@@ -65,6 +66,15 @@ LAYOUTS = ("node_first", "node_last")
 SPAN_ENCODERS = ("trainable", "fixed")
 READOUTS = ("gate_topk", "mean")
 NORMS = ("rms", "layer")
+# (rows, L, inner) elements of one block activation above which a training step keeps only the inputs of each stage
+# (channels, blocks, final norm, cross-attention + read-out) and recomputes the rest in backward (as mamba_ssm's fused
+# kernel recomputes its block): at Enron's L = 2048 with batches of 200 (dyg_mamba Figure 7; 200 x 2049 x 400 = 164 M)
+# autograd kept ~370 MB per batch row, 74 GB a step (docs/dyg_mamba.md, the scan's cost); every offline and other paper-scale
+# shape (UCI 1024 x 200: 82 M) stays below it and runs the plain path, bit for bit
+RECOMPUTE_ACTIVATIONS_MIN = 1 << 27
+# (rows, L, inner, d_state) states of one piece of a recomputed block: its rows are recomputed a piece at a time
+# (rows are independent), so backward holds one piece's activations and scan states (~256 MiB per state tensor)
+RECOMPUTE_PIECE_STATES = 1 << 26
 SWITCHES = {  # switch -> allowed values
     "time_span": (True, False), "selective": (True, False, "s4"), "time_encoding": (True, False),
     "cooccurrence": (True, False), "bidirectional": (True, False), "cross_attention": CROSS_ATTENTION,
@@ -433,12 +443,27 @@ class DyGMamba(nn.Module):
         return self.span_signal(torch.from_numpy(r).float().to(device), torch.from_numpy(seq.valid).to(device))
 
     def _blocks(self, z: torch.Tensor, mask: torch.Tensor, spans: torch.Tensor | None) -> list:
+        frugal = self._recomputes(*z.shape[:2])
         out = [z]
         for block in self.blocks:
-            z = block(z, mask, spans)
+            z = _recomputed(block, z, mask, spans, rows=self._piece_rows(block, z)) if frugal else block(z, mask, spans)
             out.append(z)
-        out[-1] = self.final_norm(z)
+        out[-1] = _recomputed(self.final_norm, z) if frugal else self.final_norm(z)
         return out
+
+    def _recomputes(self, rows: int, length: int) -> bool:
+        """True when a training step at this size keeps only each stage's inputs (RECOMPUTE_ACTIVATIONS_MIN)."""
+        inner = self.blocks[0].inner if len(self.blocks) else self.width
+        return torch.is_grad_enabled() and rows * length * inner > RECOMPUTE_ACTIVATIONS_MIN
+
+    @staticmethod
+    def _piece_rows(block: "MambaBlock", z: torch.Tensor) -> int:
+        """Rows per recomputed piece of a block: all of them where its dropout draws (the masks stay the whole
+        batch's), else as many as keep RECOMPUTE_PIECE_STATES states."""
+        if block.training and block.dropout.p > 0:
+            return z.shape[0]
+        states = z.shape[1] * block.inner * block.directions[0].A_log.shape[1]
+        return max(1, RECOMPUTE_PIECE_STATES // states)
 
     def _attend(self, seq: Sequence) -> torch.Tensor:
         """Positions the scan, attention and read-out see: all in the authors' layout, the real ones else."""
@@ -455,8 +480,12 @@ class DyGMamba(nn.Module):
         device = self.node_feat.device
         mask_u, mask_v = torch.from_numpy(seq_u.valid).to(device), torch.from_numpy(seq_v.valid).to(device)
         att_u, att_v = self._attend(seq_u), self._attend(seq_v)
-        z_u, z_v = self._inputs(seq_u, times, counts_u), self._inputs(seq_v, times, counts_v)
-        s_u, s_v = self._spans(seq_u, times), self._spans(seq_v, times)
+        if self._recomputes(*seq_u.valid.shape) or self._recomputes(*seq_v.valid.shape):  # keep only the ids
+            z_u, z_v = _recomputed(self._inputs, seq_u, times, counts_u), _recomputed(self._inputs, seq_v, times, counts_v)
+            s_u, s_v = _recomputed(self._spans, seq_u, times), _recomputed(self._spans, seq_v, times)
+        else:
+            z_u, z_v = self._inputs(seq_u, times, counts_u), self._inputs(seq_v, times, counts_v)
+            s_u, s_v = self._spans(seq_u, times), self._spans(seq_v, times)
         if self.pairing == "separate":
             return (Encoded(self._blocks(z_u, att_u, s_u), seq_u, mask_u, att_u),
                     Encoded(self._blocks(z_v, att_v, s_v), seq_v, mask_v, att_v))
@@ -468,13 +497,17 @@ class DyGMamba(nn.Module):
                 Encoded([h[:, n_u:] for h in layers], seq_v, mask_v, att_v))
 
     def readout(self, enc_u: Encoded, enc_v: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, width) pooled states of both sides, after the cross-attention when there is one."""
+        """(B, width) pooled states of both sides, after the cross-attention when there is one; above
+        RECOMPUTE_ACTIVATIONS_MIN each cross-attention call keeps only its inputs (whole batch: the same dropout
+        masks; the gate and the mean keep no more than their inputs)."""
         h_u, h_v = enc_u.layers[-1], enc_v.layers[-1]
+        frugal = self._recomputes(*h_u.shape[:2]) or self._recomputes(*h_v.shape[:2])
+        couple = (lambda *a: _recomputed(self.coupling, *a)) if frugal else getattr(self, "coupling", None)
         if self.cross_attention == "softmax":  # the second side attends to the updated first (DyGMamba.py:224-225)
-            h_u = self.coupling(h_u, h_v, enc_v.attend)
-            h_v = self.coupling(h_v, h_u, enc_u.attend)
+            h_u = couple(h_u, h_v, enc_v.attend)
+            h_v = couple(h_v, h_u, enc_u.attend)
         elif self.cross_attention == "elu":
-            h_u, h_v = self.coupling(h_u, h_v, enc_v.attend), self.coupling(h_v, h_u, enc_u.attend)
+            h_u, h_v = couple(h_u, h_v, enc_v.attend), couple(h_v, h_u, enc_u.attend)
         if self.readout_kind == "gate_topk":
             return (gate_topk(h_u, self.gate_u(h_u), enc_u.attend, self.top_k),
                     gate_topk(h_v, self.gate_v(h_v), enc_v.attend, self.top_k))
@@ -484,6 +517,17 @@ class DyGMamba(nn.Module):
         """Embeddings (B, d_out) of both endpoints of B candidate edges at their times."""
         h_u, h_v = self.readout(*self.encode_pair(src, dst, times))
         return self.output(h_u), self.output(h_v)
+
+
+def _recomputed(fn, *args, rows: int | None = None):
+    """fn(*args) with only its inputs kept for backward, which runs it again (torch's checkpoint, the random state
+    restored, so dropout draws the same masks); with `rows`, over batch rows that many at a time (tensor arguments
+    (B, ...) sliced, None passed as is), the pieces concatenated: fn must treat rows independently."""
+    if rows is None or rows >= args[0].shape[0]:
+        return checkpoint(fn, *args, use_reentrant=False)
+    pieces = [slice(i, i + rows) for i in range(0, args[0].shape[0], rows)]
+    return torch.cat([checkpoint(fn, *(None if a is None else a[s] for a in args), use_reentrant=False)
+                      for s in pieces])
 
 
 # ------------------------------------------------------------------ configuration
