@@ -194,6 +194,61 @@ class _DecayedHidden(torch.autograd.Function):
         return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt
 
 
+class _DecayedLinear(torch.autograd.Function):
+    """The intensity layer's pre-activation W h(t) + b on NHP's grid (`get_states`, then `layer_intensity`'s
+    Linear), slice by slice of dim 0: h(t) is made and read by the product in the cache, and in the backward its
+    gradient g_x W ([rows, K] x [K, H]) meets the decay's backward there, so no h-sized gradient crosses the grid.
+    h itself is kept whole (the weight's gradient, and tanh(c(t)) as h / o: `_DecayedHidden`'s backward), only
+    where a gradient is asked for. c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1], weight [K, H], bias [K]
+    -> [N, ..., S, K]."""
+
+    @staticmethod
+    def forward(ctx, c, c_bar, delta, o, dt, weight, bias):
+        shape = torch.broadcast_shapes(o.shape, dt.shape)
+        H, K = shape[-1], weight.size(0)
+        keep = any(ctx.needs_input_grad)
+        h = o.new_empty(shape) if keep else None
+        x = o.new_empty(*shape[:-1], K)
+        dc = c - c_bar
+        neg_delta = -delta
+        w_t = weight.t()
+        for r in _rows(shape[0], math.prod(shape[1:])):
+            c_t = torch.addcmul(c_bar[r], dc[r], torch.exp(neg_delta[r] * dt[r]))
+            h_r = torch.mul(o[r], c_t.tanh_(), out=h[r]) if keep else c_t.mul_(o[r])  # [n, ..., S, H]
+            torch.addmm(bias, h_r.view(-1, H), w_t, out=x[r].view(-1, K))  # nn.Linear's addmm, on these rows
+        if keep:
+            ctx.save_for_backward(c_bar, dc, delta, o, dt, h, weight)
+        return x
+
+    @staticmethod
+    def backward(ctx, g_x):
+        c_bar, dc, delta, o, dt, h, weight = ctx.saved_tensors
+        H, K = h.size(-1), weight.size(0)
+        g_x = g_x.contiguous()
+        rows_x = g_x.view(-1, K)
+        g_dc, g_cbar, g_delta, g_o = (torch.empty_like(o) for _ in range(4))
+        g_dt = torch.empty_like(dt) if ctx.needs_input_grad[4] else None
+        neg_delta = -delta
+        from_output = o.numel() and bool(o.abs().min() >= O_FLOOR)
+        for r in _rows(h.size(0), math.prod(h.shape[1:])):
+            g_h = torch.mm(g_x[r].view(-1, K), weight).view(h[r].shape)  # nn.Linear's input gradient, these rows
+            e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]: the forward's, recomputed
+            tanh_c = h[r] / o[r] if from_output else torch.addcmul(c_bar[r], dc[r], e).tanh_()
+            shape = o[r].shape
+            torch.sum(g_h * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
+                (g_h * tanh_c).sum_to_size(shape))
+            g = torch.ops.aten.tanh_backward(g_h.mul_(o[r]), tanh_c)  # dL/dc(t)
+            g_cbar[r] = g.sum_to_size(shape)
+            g_e = g.mul_(e)
+            g_dc[r] = g_e.sum_to_size(shape)
+            g_delta[r] = (g_e * dt[r]).sum_to_size(shape).mul_(dc[r]).neg_()  # dc constant along the summed dims
+            if g_dt is not None:
+                g_dt[r] = -(g_e * (dc[r] * delta[r])).sum_to_size(dt[r].shape)
+        g_w = rows_x.t().mm(h.view(-1, H)) if ctx.needs_input_grad[5] else None  # [K, H]: autograd's product
+        g_b = rows_x.sum(0) if ctx.needs_input_grad[6] else None
+        return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt, g_w, g_b
+
+
 def decayed_hidden(c, c_bar, delta, o, dt):
     """h(t) of `ContTimeLSTMCell.decay` in one chunked node where c, c_bar, delta, o share a shape whose dim 0
     dt shares, else through `ct_lstm_decay`."""
@@ -258,6 +313,20 @@ def _nhp_get_states(self, right_hiddens, sample_dts):
     c_t, c_bar_t, delta_t, o_t = torch.chunk(right_hiddens, 4, dim=-1)  # [B, L, H] each
     return decayed_hidden(c_t[:, :, None, :], c_bar_t[:, :, None, :], delta_t[:, :, None, :], o_t[:, :, None, :],
                           sample_dts[..., None])  # [B, L, S, H]
+
+
+def _nhp_intensities_at_offsets(self, right_hiddens, sample_dts):
+    """EasyTPP NHP's `layer_intensity(get_states(right_hiddens, sample_dts))` (nhp.py lines 102-105, 155-169, 199),
+    the Linear's product on h(t) by `_DecayedLinear` (slice by slice, h's gradient never whole) where the layer is
+    EasyTPP's (a biased Linear, then the softplus) and the offsets need no gradient; [B, L, S] -> [B, L, S, K]."""
+    linear, softplus = self.layer_intensity
+    if not isinstance(linear, nn.Linear) or linear.bias is None or sample_dts.requires_grad \
+            or sample_dts.dim() != 3 or right_hiddens.dim() != 3 or sample_dts.shape[:2] != right_hiddens.shape[:2]:
+        return self.layer_intensity(self.get_states(right_hiddens, sample_dts))
+    c_t, c_bar_t, delta_t, o_t = torch.chunk(right_hiddens, 4, dim=-1)  # [B, L, H] each
+    x = _DecayedLinear.apply(c_t[:, :, None, :], c_bar_t[:, :, None, :], delta_t[:, :, None, :], o_t[:, :, None, :],
+                             sample_dts[..., None], linear.weight, linear.bias)  # [B, L, S, K]
+    return softplus(x)
 
 
 def _ct_lstm_cell_decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
@@ -724,7 +793,8 @@ def _method_swap(name: str, module: str, cls: str, **methods) -> Callable[[nn.Mo
 
 fuse_ct_lstm_decay = _method_swap("fuse_ct_lstm_decay", "easy_tpp.model.nhp", "ContTimeLSTMCell",
                                   decay=_ct_lstm_cell_decay)
-fuse_nhp = _method_swap("fuse_nhp", "easy_tpp.model.nhp", "NHP", forward=_nhp_forward, get_states=_nhp_get_states)
+fuse_nhp = _method_swap("fuse_nhp", "easy_tpp.model.nhp", "NHP", forward=_nhp_forward, get_states=_nhp_get_states,
+                    intensities_at_offsets=_nhp_intensities_at_offsets)
 fuse_sahp_decay = _method_swap("fuse_sahp_decay", "easy_tpp.model.sahp", "SAHP", state_decay=_sahp_state_decay)
 fuse_cumul_hazard = _method_swap("fuse_cumul_hazard", "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork",
                                  forward=_cumul_hazard_forward)
