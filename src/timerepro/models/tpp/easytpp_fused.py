@@ -198,42 +198,47 @@ class _DecayedLinear(torch.autograd.Function):
     """The intensity layer's pre-activation W h(t) + b on NHP's grid (`get_states`, then `layer_intensity`'s
     Linear), slice by slice of dim 0: h(t) is made and read by the product in the cache, and in the backward its
     gradient g_x W ([rows, K] x [K, H]) meets the decay's backward there, so no h-sized gradient crosses the grid.
-    h itself is kept whole (the weight's gradient, and tanh(c(t)) as h / o: `_DecayedHidden`'s backward), only
-    where a gradient is asked for. c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1], weight [K, H], bias [K]
-    -> [N, ..., S, K]."""
+    h is kept (the weight's gradient, and tanh(c(t)) as h / o: `_DecayedHidden`'s backward) one tensor per slice,
+    only where a gradient is asked for: the allocator reuses slice-sized blocks, where one grid-sized block is
+    mapped afresh (page faults) every step. c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1], weight [K, H],
+    bias [K] -> [N, ..., S, K]."""
 
     @staticmethod
     def forward(ctx, c, c_bar, delta, o, dt, weight, bias):
         shape = torch.broadcast_shapes(o.shape, dt.shape)
         H, K = shape[-1], weight.size(0)
         keep = any(ctx.needs_input_grad)
-        h = o.new_empty(shape) if keep else None
         x = o.new_empty(*shape[:-1], K)
         dc = c - c_bar
         neg_delta = -delta
         w_t = weight.t()
-        for r in _rows(shape[0], math.prod(shape[1:])):
+        ctx.slices, hs = _rows(shape[0], math.prod(shape[1:])), []
+        for r in ctx.slices:
             c_t = torch.addcmul(c_bar[r], dc[r], torch.exp(neg_delta[r] * dt[r]))
-            h_r = torch.mul(o[r], c_t.tanh_(), out=h[r]) if keep else c_t.mul_(o[r])  # [n, ..., S, H]
+            h_r = torch.mul(o[r], c_t.tanh_()) if keep else c_t.mul_(o[r])  # [n, ..., S, H]
+            hs.append(h_r)
             torch.addmm(bias, h_r.view(-1, H), w_t, out=x[r].view(-1, K))  # nn.Linear's addmm, on these rows
         if keep:
-            ctx.save_for_backward(c_bar, dc, delta, o, dt, h, weight)
+            ctx.save_for_backward(c_bar, dc, delta, o, dt, weight, *hs)
         return x
 
     @staticmethod
     def backward(ctx, g_x):
-        c_bar, dc, delta, o, dt, h, weight = ctx.saved_tensors
-        H, K = h.size(-1), weight.size(0)
+        c_bar, dc, delta, o, dt, weight, *hs = ctx.saved_tensors
+        H, K = o.size(-1), weight.size(0)
         g_x = g_x.contiguous()
-        rows_x = g_x.view(-1, K)
         g_dc, g_cbar, g_delta, g_o = (torch.empty_like(o) for _ in range(4))
         g_dt = torch.empty_like(dt) if ctx.needs_input_grad[4] else None
+        g_w = weight.new_zeros(K, H) if ctx.needs_input_grad[5] else None
         neg_delta = -delta
         from_output = o.numel() and bool(o.abs().min() >= O_FLOOR)
-        for r in _rows(h.size(0), math.prod(h.shape[1:])):
-            g_h = torch.mm(g_x[r].view(-1, K), weight).view(h[r].shape)  # nn.Linear's input gradient, these rows
+        for r, h in zip(ctx.slices, hs):
+            g_xr = g_x[r].view(-1, K)  # [rows, K]
+            g_h = torch.mm(g_xr, weight).view(h.shape)  # nn.Linear's input gradient, these rows
+            if g_w is not None:
+                g_w.addmm_(g_xr.t(), h.view(-1, H))  # [K, H]: the weight's, summed slice by slice
             e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]: the forward's, recomputed
-            tanh_c = h[r] / o[r] if from_output else torch.addcmul(c_bar[r], dc[r], e).tanh_()
+            tanh_c = h / o[r] if from_output else torch.addcmul(c_bar[r], dc[r], e).tanh_()
             shape = o[r].shape
             torch.sum(g_h * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
                 (g_h * tanh_c).sum_to_size(shape))
@@ -244,8 +249,7 @@ class _DecayedLinear(torch.autograd.Function):
             g_delta[r] = (g_e * dt[r]).sum_to_size(shape).mul_(dc[r]).neg_()  # dc constant along the summed dims
             if g_dt is not None:
                 g_dt[r] = -(g_e * (dc[r] * delta[r])).sum_to_size(dt[r].shape)
-        g_w = rows_x.t().mm(h.view(-1, H)) if ctx.needs_input_grad[5] else None  # [K, H]: autograd's product
-        g_b = rows_x.sum(0) if ctx.needs_input_grad[6] else None
+        g_b = g_x.view(-1, K).sum(0) if ctx.needs_input_grad[6] else None
         return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt, g_w, g_b
 
 
