@@ -7,6 +7,7 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 11 |
 | `FusedNHP.get_states` (h(t) alone) | `nhp.NHP.get_states` (lines 155-169) | 1 / 1 on the grid, the rest in slices (a) |
 | `FusedNHP.forward` (`_NHPRecurrence`) | `nhp.NHP.forward`, `ContTimeLSTMCell` (lines 32-83, 113-153) | (f) |
+| `FusedNHP.intensities_at_offsets` (`_DecayedLinear`) | `nhp.NHP.get_states`, then `layer_intensity`'s Linear (lines 102-105, 155-169) | (a), the product in the slices |
 | `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
 | `FusedCumulHazardFunctionNetwork.forward` | `fullynn.CumulHazardFunctionNetwork.forward` (lines 45-78) | (b) |
 | `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
