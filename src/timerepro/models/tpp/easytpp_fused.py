@@ -199,9 +199,9 @@ class _DecayedLinear(torch.autograd.Function):
     """The intensity layer's pre-activation W h(t) + b on NHP's grid (`get_states`, then `layer_intensity`'s
     Linear), slice by slice of dim 0: h(t) is made and read by the product in the cache, and in the backward its
     gradient g_x W ([rows, K] x [K, H]) meets the decay's backward there, so no h-sized gradient crosses the grid.
-    h is kept (the weight's gradient, and tanh(c(t)) as h / o: `_DecayedHidden`'s backward) one tensor per slice,
-    only where a gradient is asked for: the allocator reuses slice-sized blocks, where one grid-sized block is
-    mapped afresh (page faults) every step. c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1], weight [K, H],
+    h (the weight's gradient, and tanh(c(t)) as h / o: `_DecayedHidden`'s backward) and exp(-delta dt) are kept one
+    tensor per slice, only where a gradient is asked for: the allocator reuses slice-sized blocks, where one
+    grid-sized block is mapped afresh (page faults) every step. c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1], weight [K, H],
     bias [K] -> [N, ..., S, K]."""
 
     @staticmethod
@@ -213,32 +213,31 @@ class _DecayedLinear(torch.autograd.Function):
         dc = c - c_bar
         neg_delta = -delta
         w_t = weight.t()
-        ctx.slices, hs = _rows(shape[0], math.prod(shape[1:])), []
+        ctx.slices, kept = _rows(shape[0], math.prod(shape[1:])), []
         for r in ctx.slices:
-            c_t = torch.addcmul(c_bar[r], dc[r], torch.exp(neg_delta[r] * dt[r]))
+            e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]
+            c_t = torch.addcmul(c_bar[r], dc[r], e)
             h_r = torch.mul(o[r], c_t.tanh_()) if keep else c_t.mul_(o[r])  # [n, ..., S, H]
-            hs.append(h_r)
+            kept += (h_r, e) if keep else ()
             torch.addmm(bias, h_r.view(-1, H), w_t, out=x[r].view(-1, K))  # nn.Linear's addmm, on these rows
         if keep:
-            ctx.save_for_backward(c_bar, dc, delta, o, dt, weight, *hs)
+            ctx.save_for_backward(c_bar, dc, delta, o, dt, weight, *kept)
         return x
 
     @staticmethod
     def backward(ctx, g_x):
-        c_bar, dc, delta, o, dt, weight, *hs = ctx.saved_tensors
+        c_bar, dc, delta, o, dt, weight, *kept = ctx.saved_tensors  # kept: h, e of each slice
         H, K = o.size(-1), weight.size(0)
         g_x = g_x.contiguous()
         g_dc, g_cbar, g_delta, g_o = (torch.empty_like(o) for _ in range(4))
         g_dt = torch.empty_like(dt) if ctx.needs_input_grad[4] else None
         g_w = weight.new_zeros(K, H) if ctx.needs_input_grad[5] else None
-        neg_delta = -delta
         from_output = o.numel() and bool(o.abs().min() >= O_FLOOR)
-        for r, h in zip(ctx.slices, hs):
+        for r, h, e in zip(ctx.slices, kept[0::2], kept[1::2]):
             g_xr = g_x[r].view(-1, K)  # [rows, K]
             g_h = torch.mm(g_xr, weight).view(h.shape)  # nn.Linear's input gradient, these rows
             if g_w is not None:
                 g_w.addmm_(g_xr.t(), h.view(-1, H))  # [K, H]: the weight's, summed slice by slice
-            e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]: the forward's, recomputed
             tanh_c = h / o[r] if from_output else torch.addcmul(c_bar[r], dc[r], e).tanh_()
             shape = o[r].shape
             torch.sum(g_h * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
