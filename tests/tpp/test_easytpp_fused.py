@@ -171,6 +171,39 @@ def test_nhp_recurrence_falls_back_to_easytpp():
     assert dt.grad is not None and dt.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("o_zero", [False, True])  # some o = 0: tanh(c(t)) recomputed, not h / o
+def test_nhp_intensities_at_offsets_equal_easytpp(dtype, o_zero, monkeypatch, one_thread):
+    """NHP's intensity on the grid with the Linear's product inside the sliced node (`_DecayedLinear`: slices of 2
+    rows, the last one shorter) against EasyTPP's `layer_intensity(get_states(...))`: values bitwise the fused
+    get_states' path (the same operations per row) and within float rounding of EasyTPP's unchanged classes, also
+    under no_grad (h never kept whole); the gradients of the right limits, the Linear and the softplus' beta within
+    float rounding of both."""
+    for name in ("CHUNK_FLOATS", "THREADED_CHUNK_FLOATS"):
+        monkeypatch.setattr(easytpp_fused, name, 2 * 4 * 6 * 64)
+    ours, ref = _nhp_pair(dtype, False)
+    gen = torch.Generator().manual_seed(5)
+    c, c_bar = (torch.randn(5, 4, 64, generator=gen, dtype=dtype) for _ in range(2))
+    delta = torch.rand(5, 4, 64, generator=gen, dtype=dtype).add_(0.1)
+    o = torch.rand(5, 4, 64, generator=gen, dtype=dtype)
+    if o_zero:
+        o[1, 2, :3] = 0.0
+    right = torch.cat([c, c_bar, delta, o], dim=-1).requires_grad_()
+    s = torch.rand(5, 4, 6, generator=gen, dtype=dtype).mul_(3.0)
+    paths = {"ours": (ours, lambda: ours.intensities_at_offsets(right, s)),
+             "fused get_states": (ours, lambda: ours.layer_intensity(ours.get_states(right, s))),
+             "easytpp": (ref, lambda: ref.layer_intensity(ref.get_states(right, s)))}
+    results = {k: _grads(fn, [right, *m.layer_intensity.parameters()]) for k, (m, fn) in paths.items()}
+    (v_ours,), g_ours = results["ours"]
+    assert v_ours.shape == (5, 4, 6, K) and torch.equal(v_ours, results["fused get_states"][0][0])
+    assert torch.allclose(v_ours, results["easytpp"][0][0], **TOL[dtype])
+    for other in ("fused get_states", "easytpp"):
+        for a, b in zip(g_ours, results[other][1]):
+            assert a.shape == b.shape and torch.allclose(a, b, **TOL[dtype])
+    with torch.no_grad():
+        assert torch.equal(ours.intensities_at_offsets(right, s), v_ours)
+
+
 @pytest.mark.parametrize("name", ["nhp", "thp", "sahp", "attnhp", "fullynn", "odetpp"])
 def test_fused_models_equal_easytpp_likelihood_and_gradients(name, batch):
     """The fused model against EasyTPP's unchanged class built from the same seed: the same parameters (names and

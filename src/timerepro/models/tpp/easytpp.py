@@ -133,6 +133,9 @@ class NHPModel(EasyTPPModel):
         return right  # [B, L, 4H]: c, c_bar, delta, o right after each event
 
     def intensities_at(self, times_since_last, hidden):
+        fused = getattr(self.model, "intensities_at_offsets", None)  # easytpp_fused's FusedNHP: the same, sliced
+        if fused is not None:
+            return fused(hidden, times_since_last)
         return self.model.layer_intensity(self.model.get_states(hidden, times_since_last))
 
 

@@ -7,6 +7,7 @@ sample grid (issue 27, item 2). Each replaces one EasyTPP module in place (`fuse
 | `FusedContTimeLSTMCell.decay` | `nhp.ContTimeLSTMCell.decay` (lines 67-83) | 5 / 9 instead of 6 / 11 |
 | `FusedNHP.get_states` (h(t) alone) | `nhp.NHP.get_states` (lines 155-169) | 1 / 1 on the grid, the rest in slices (a) |
 | `FusedNHP.forward` (`_NHPRecurrence`) | `nhp.NHP.forward`, `ContTimeLSTMCell` (lines 32-83, 113-153) | (f) |
+| `FusedNHP.intensities_at_offsets` (`_DecayedLinear`) | `nhp.NHP.get_states`, then `layer_intensity`'s Linear (lines 102-105, 155-169) | (a), the product in the slices |
 | `FusedSAHP.state_decay` | `sahp.SAHP.state_decay` (lines 72-86) | 3 / 5 instead of 4 / 8 |
 | `FusedCumulHazardFunctionNetwork.forward` | `fullynn.CumulHazardFunctionNetwork.forward` (lines 45-78) | (b) |
 | `FusedNeuralODE.forward` (`_NeuralODEAdjoint`) | `ode_tpp.NeuralODEAdjoint` (lines 18-109) | (c) |
@@ -194,6 +195,64 @@ class _DecayedHidden(torch.autograd.Function):
         return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt
 
 
+class _DecayedLinear(torch.autograd.Function):
+    """The intensity layer's pre-activation W h(t) + b on NHP's grid (`get_states`, then `layer_intensity`'s
+    Linear), slice by slice of dim 0: h(t) is made and read by the product in the cache, and in the backward its
+    gradient g_x W ([rows, K] x [K, H]) meets the decay's backward there, so no h-sized gradient crosses the grid.
+    h (the weight's gradient, and tanh(c(t)) as h / o: `_DecayedHidden`'s backward) and exp(-delta dt) are kept one
+    tensor per slice, only where a gradient is asked for: the allocator reuses slice-sized blocks, where one
+    grid-sized block is mapped afresh (page faults) every step. c, c_bar, delta, o [N, ..., 1, H], dt [N, ..., S, 1], weight [K, H],
+    bias [K] -> [N, ..., S, K]."""
+
+    @staticmethod
+    def forward(ctx, c, c_bar, delta, o, dt, weight, bias):
+        shape = torch.broadcast_shapes(o.shape, dt.shape)
+        H, K = shape[-1], weight.size(0)
+        keep = any(ctx.needs_input_grad)
+        x = o.new_empty(*shape[:-1], K)
+        dc = c - c_bar
+        neg_delta = -delta
+        w_t = weight.t()
+        ctx.slices, kept = _rows(shape[0], math.prod(shape[1:])), []
+        for r in ctx.slices:
+            e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]
+            c_t = torch.addcmul(c_bar[r], dc[r], e)
+            h_r = torch.mul(o[r], c_t.tanh_()) if keep else c_t.mul_(o[r])  # [n, ..., S, H]
+            kept += (h_r, e) if keep else ()
+            torch.addmm(bias, h_r.view(-1, H), w_t, out=x[r].view(-1, K))  # nn.Linear's addmm, on these rows
+        if keep:
+            ctx.save_for_backward(c_bar, dc, delta, o, dt, weight, *kept)
+        return x
+
+    @staticmethod
+    def backward(ctx, g_x):
+        c_bar, dc, delta, o, dt, weight, *kept = ctx.saved_tensors  # kept: h, e of each slice
+        H, K = o.size(-1), weight.size(0)
+        g_x = g_x.contiguous()
+        g_dc, g_cbar, g_delta, g_o = (torch.empty_like(o) for _ in range(4))
+        g_dt = torch.empty_like(dt) if ctx.needs_input_grad[4] else None
+        g_w = weight.new_zeros(K, H) if ctx.needs_input_grad[5] else None
+        from_output = o.numel() and bool(o.abs().min() >= O_FLOOR)
+        for r, h, e in zip(ctx.slices, kept[0::2], kept[1::2]):
+            g_xr = g_x[r].view(-1, K)  # [rows, K]
+            g_h = torch.mm(g_xr, weight).view(h.shape)  # nn.Linear's input gradient, these rows
+            if g_w is not None:
+                g_w.addmm_(g_xr.t(), h.view(-1, H))  # [K, H]: the weight's, summed slice by slice
+            tanh_c = h / o[r] if from_output else torch.addcmul(c_bar[r], dc[r], e).tanh_()
+            shape = o[r].shape
+            torch.sum(g_h * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
+                (g_h * tanh_c).sum_to_size(shape))
+            g = torch.ops.aten.tanh_backward(g_h.mul_(o[r]), tanh_c)  # dL/dc(t)
+            g_cbar[r] = g.sum_to_size(shape)
+            g_e = g.mul_(e)
+            g_dc[r] = g_e.sum_to_size(shape)
+            g_delta[r] = (g_e * dt[r]).sum_to_size(shape).mul_(dc[r]).neg_()  # dc constant along the summed dims
+            if g_dt is not None:
+                g_dt[r] = -(g_e * (dc[r] * delta[r])).sum_to_size(dt[r].shape)
+        g_b = g_x.view(-1, K).sum(0) if ctx.needs_input_grad[6] else None
+        return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt, g_w, g_b
+
+
 def decayed_hidden(c, c_bar, delta, o, dt):
     """h(t) of `ContTimeLSTMCell.decay` in one chunked node where c, c_bar, delta, o share a shape whose dim 0
     dt shares, else through `ct_lstm_decay`."""
@@ -258,6 +317,20 @@ def _nhp_get_states(self, right_hiddens, sample_dts):
     c_t, c_bar_t, delta_t, o_t = torch.chunk(right_hiddens, 4, dim=-1)  # [B, L, H] each
     return decayed_hidden(c_t[:, :, None, :], c_bar_t[:, :, None, :], delta_t[:, :, None, :], o_t[:, :, None, :],
                           sample_dts[..., None])  # [B, L, S, H]
+
+
+def _nhp_intensities_at_offsets(self, right_hiddens, sample_dts):
+    """EasyTPP NHP's `layer_intensity(get_states(right_hiddens, sample_dts))` (nhp.py lines 102-105, 155-169, 199),
+    the Linear's product on h(t) by `_DecayedLinear` (slice by slice, h's gradient never whole) where the layer is
+    EasyTPP's (a biased Linear, then the softplus) and the offsets need no gradient; [B, L, S] -> [B, L, S, K]."""
+    linear, softplus = self.layer_intensity
+    if not isinstance(linear, nn.Linear) or linear.bias is None or sample_dts.requires_grad \
+            or sample_dts.dim() != 3 or right_hiddens.dim() != 3 or sample_dts.shape[:2] != right_hiddens.shape[:2]:
+        return self.layer_intensity(self.get_states(right_hiddens, sample_dts))
+    c_t, c_bar_t, delta_t, o_t = torch.chunk(right_hiddens, 4, dim=-1)  # [B, L, H] each
+    x = _DecayedLinear.apply(c_t[:, :, None, :], c_bar_t[:, :, None, :], delta_t[:, :, None, :], o_t[:, :, None, :],
+                             sample_dts[..., None], linear.weight, linear.bias)  # [B, L, S, K]
+    return softplus(x)
 
 
 def _ct_lstm_cell_decay(self, c_i, c_bar_i, delta_i, o_i, dtime):
@@ -724,7 +797,8 @@ def _method_swap(name: str, module: str, cls: str, **methods) -> Callable[[nn.Mo
 
 fuse_ct_lstm_decay = _method_swap("fuse_ct_lstm_decay", "easy_tpp.model.nhp", "ContTimeLSTMCell",
                                   decay=_ct_lstm_cell_decay)
-fuse_nhp = _method_swap("fuse_nhp", "easy_tpp.model.nhp", "NHP", forward=_nhp_forward, get_states=_nhp_get_states)
+fuse_nhp = _method_swap("fuse_nhp", "easy_tpp.model.nhp", "NHP", forward=_nhp_forward, get_states=_nhp_get_states,
+                    intensities_at_offsets=_nhp_intensities_at_offsets)
 fuse_sahp_decay = _method_swap("fuse_sahp_decay", "easy_tpp.model.sahp", "SAHP", state_decay=_sahp_state_decay)
 fuse_cumul_hazard = _method_swap("fuse_cumul_hazard", "easy_tpp.model.fullynn", "CumulHazardFunctionNetwork",
                                  forward=_cumul_hazard_forward)
