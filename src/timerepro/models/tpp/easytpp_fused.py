@@ -182,17 +182,24 @@ class _DecayedHidden(torch.autograd.Function):
         for r in _rows(g_h.size(0), math.prod(g_h.shape[1:])):
             e = torch.exp(neg_delta[r] * dt[r])  # [n, ..., S, H]: the forward's, recomputed
             tanh_c = h[r] / o[r] if from_output else torch.addcmul(c_bar[r], dc[r], e).tanh_()
-            shape = o[r].shape
-            torch.sum(g_h[r] * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
-                (g_h[r] * tanh_c).sum_to_size(shape))
-            g = torch.ops.aten.tanh_backward(g_h[r] * o[r], tanh_c)  # dL/dc(t)
-            g_cbar[r] = g.sum_to_size(shape)
-            g_e = g.mul_(e)
-            g_dc[r] = g_e.sum_to_size(shape)
-            g_delta[r] = (g_e * dt[r]).sum_to_size(shape).mul_(dc[r]).neg_()  # dc constant along the summed dims
-            if g_dt is not None:
-                g_dt[r] = -(g_e * (dc[r] * delta[r])).sum_to_size(dt[r].shape)
+            _decay_rows_backward(r, g_h[r], False, tanh_c, e, o, dc, delta, dt, (g_o, g_cbar, g_dc, g_delta, g_dt))
         return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt
+
+
+def _decay_rows_backward(r, g_h, consume: bool, tanh_c, e, o, dc, delta, dt, grads) -> None:
+    """h(t) = o tanh(c_bar + dc e), e = exp(-delta dt): the gradients of o, c_bar, dc, delta, dt for the rows r, from
+    dL/dh of those rows (`consume`: g_h is a fresh tensor and may be overwritten), written into `grads`' rows."""
+    g_o, g_cbar, g_dc, g_delta, g_dt = grads
+    shape = o[r].shape
+    torch.sum(g_h * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
+        (g_h * tanh_c).sum_to_size(shape))
+    g = torch.ops.aten.tanh_backward(g_h.mul_(o[r]) if consume else g_h * o[r], tanh_c)  # dL/dc(t)
+    g_cbar[r] = g.sum_to_size(shape)
+    g_e = g.mul_(e)
+    g_dc[r] = g_e.sum_to_size(shape)
+    g_delta[r] = (g_e * dt[r]).sum_to_size(shape).mul_(dc[r]).neg_()  # dc constant along the summed dims
+    if g_dt is not None:
+        g_dt[r] = -(g_e * (dc[r] * delta[r])).sum_to_size(dt[r].shape)
 
 
 class _DecayedLinear(torch.autograd.Function):
@@ -239,16 +246,7 @@ class _DecayedLinear(torch.autograd.Function):
             if g_w is not None:
                 g_w.addmm_(g_xr.t(), h.view(-1, H))  # [K, H]: the weight's, summed slice by slice
             tanh_c = h / o[r] if from_output else torch.addcmul(c_bar[r], dc[r], e).tanh_()
-            shape = o[r].shape
-            torch.sum(g_h * tanh_c, dim=-2, keepdim=True, out=g_o[r]) if shape[-2] == 1 else g_o[r].copy_(
-                (g_h * tanh_c).sum_to_size(shape))
-            g = torch.ops.aten.tanh_backward(g_h.mul_(o[r]), tanh_c)  # dL/dc(t)
-            g_cbar[r] = g.sum_to_size(shape)
-            g_e = g.mul_(e)
-            g_dc[r] = g_e.sum_to_size(shape)
-            g_delta[r] = (g_e * dt[r]).sum_to_size(shape).mul_(dc[r]).neg_()  # dc constant along the summed dims
-            if g_dt is not None:
-                g_dt[r] = -(g_e * (dc[r] * delta[r])).sum_to_size(dt[r].shape)
+            _decay_rows_backward(r, g_h, True, tanh_c, e, o, dc, delta, dt, (g_o, g_cbar, g_dc, g_delta, g_dt))
         g_b = g_x.view(-1, K).sum(0) if ctx.needs_input_grad[6] else None
         return g_dc, g_cbar - g_dc, g_delta, g_o, g_dt, g_w, g_b
 
