@@ -304,6 +304,50 @@ def test_killed_run_resumes_to_the_same_metrics(task, tmp_path, kill_then_resume
     assert {k: v for k, v in got.items() if k not in cost} == {k: v for k, v in expected.items() if k not in cost}
 
 
+def test_stopped_mid_epoch_resumes_at_its_pre_pass_batch_to_the_same_metrics(task, tmp_path, monkeypatch):
+    """The pre-pass place (which stored batch graph the next training call reuses) rides in the checkpoint: a job
+    stopped by SIGTERM mid-epoch resumes at that batch's place, not at the epoch's first."""
+    from timerepro import stopping
+
+    from .test_link_prediction_stop import COST, counting_scores
+
+    cfg = make_config(max_epochs=2, batch_size=25)
+    calls = counting_scores(monkeypatch)
+    expected = json.loads((runs.execute(cfg, results=tmp_path / "a", show_progress=False) / "metrics.json").read_text())
+    per_epoch = calls["n"] // 2
+    assert per_epoch >= 4
+    counting_scores(monkeypatch, kill_at=per_epoch + 3)  # the third batch of the second epoch
+    with pytest.raises(stopping.JobStopped):
+        runs.execute(cfg, results=tmp_path / "b", show_progress=False)
+    d = tmp_path / "b" / "runs" / cfg["paper"] / cfg["run_id"]
+    ckpt = torch.load(d / "checkpoint.pt", weights_only=False)
+    assert (ckpt["epoch"], ckpt["batch"]) == (0, 3)  # as in test_link_prediction_stop
+    got = json.loads((runs.execute(cfg, results=tmp_path / "b", show_progress=False) / "metrics.json").read_text())
+    assert {k: v for k, v in got.items() if k not in COST} == {k: v for k, v in expected.items() if k not in COST}
+
+
+def test_a_call_after_batches_passed_over_takes_the_next_pre_pass_batch_with_its_cut():
+    """A rehearsal times an epoch's last batches only: the calls before them never come, so the next call takes the
+    first later pre-pass batch with its cut; a cut no later batch has (a batch embedded twice) is still refused."""
+    model = toy_swinit(toy_stream()[4], 13, graph="glued", reuse="prepass")
+    model.set_prepass([(np.array([1, 2]), 1.0), (np.array([3, 4]), 2.0), (np.array([5, 6]), 2.0),
+                       (np.array([7, 8]), 3.0)])
+    model._train_batch = 0
+    assert model._prepass_place(1.0) == 0
+    assert model._prepass_place(2.0) == 1  # the next in order, of two with that cut
+    assert model._prepass_place(3.0) == 3  # batches 1 and 2 passed over
+    model._train_batch = 2
+    assert model._prepass_place(2.0) == 2
+    with pytest.raises(RuntimeError, match="no later pre-pass batch"):
+        model._prepass_place(1.0)
+    model.backup_state("train_end")
+    saved = model.state_dict()
+    assert saved["_extra_state"]["train_batch"] == 2 and "train_end" in saved["_extra_state"]["saved_states"]
+    other = toy_swinit(toy_stream()[4], 13, graph="glued", reuse="prepass")
+    other.load_state_dict(saved)  # the place and the saved stream states ride in the state dict
+    assert other._train_batch == 2 and set(other.saved_states) == {"train_end"}
+
+
 def test_bad_swinit_settings_are_refused():
     _, _, _, _, edge_feat = toy_stream()
     with pytest.raises(ValueError, match="memory_cell"):

@@ -95,6 +95,23 @@ def test_link_prediction_rehearsal_times_its_batches_and_counts_an_epoch(reg, st
     assert not (tmp_path / "runs").exists()  # a rehearsal writes no run record
 
 
+def test_a_pre_pass_model_rehearses_the_epochs_last_batches(reg, standin_root, monkeypatch):
+    """SWINIT (graph_reuse: prepass) reuses a stored graph per training batch in order; the rehearsal passes over the
+    epoch's first batches, and the model takes up the pre-pass at the batch timed (it failed on every SWINIT shape)."""
+    monkeypatch.setenv("TIMEREPRO_DATA", str(standin_root("jodie_wikipedia")))
+    shape = next(s for s in rehearse.shapes(reg, "smoke") if s.shape["task"] == "link_prediction"
+                 and s.config("smoke").get("graph_reuse") == "prepass")
+    config = shape.config
+
+    def small_batches(standin: str = "paper") -> dict:  # batches enough for some to be passed over
+        return {**config(standin), "batch_size": 20}
+
+    monkeypatch.setattr(shape, "config", small_batches, raising=False)
+    rec = rehearse.rehearse(shape, batches=2, device="cpu", standin="smoke")
+    assert rec["status"] == "ok", rec.get("traceback")
+    assert rec["train_batches_per_epoch"] > 3 and rec["train_batches_timed"] == 2 and rec["train_batch_s"] > 0
+
+
 def test_a_functions_first_pass_runs_its_batches_and_each_later_pass_one(reg, standin_root, monkeypatch):
     """Evaluation passes: the first validation pass times `batches` - 1 batches after a warm-up, every later pass (each
     part, each sampler) one, and each says how many batches the full pass has and whether it is paid every epoch."""

@@ -228,9 +228,7 @@ class SWINIT(BufferedState, nn.Module):
             return graph, np.ones(len(graph.node_ids), dtype=bool), np.arange(len(uniq))
         if self.prepass is None:
             raise RuntimeError("graph_reuse prepass: no pre-pass batches (set_prepass, done by build)")
-        if self._train_batch >= len(self.prepass) or self.prepass[self._train_batch][1] != cut:
-            raise RuntimeError(f"training call {self._train_batch} (cut {cut}) is not the pre-pass's batch at that "
-                               "place: the task must embed each training batch once, in order")
+        self._train_batch = self._prepass_place(cut)
         stored, _ = self.prepass[self._train_batch]
         self._train_batch += 1
         graph = self.batch_graph(stored, cut)
@@ -241,6 +239,24 @@ class SWINIT(BufferedState, nn.Module):
         sorter = np.argsort(graph.node_ids)  # a glued graph's ids are distinct
         place = sorter[np.searchsorted(graph.node_ids, uniq, sorter=sorter)]  # (U,)
         return graph, np.isin(graph.node_ids, live), place
+
+    def _prepass_place(self, cut: float) -> int:
+        """The pre-pass batch of a training call: the next one in order; after batches passed over without a call
+        (a rehearsal times an epoch's last batches only), the first later one whose cut is the call's."""
+        places = range(self._train_batch, len(self.prepass))
+        place = next((i for i in places if self.prepass[i][1] == cut), None)
+        if place is None:
+            raise RuntimeError(f"training call {self._train_batch} (cut {cut}) is no later pre-pass batch: the task "
+                               "must embed each training batch once, in order")
+        return place
+
+    def get_extra_state(self) -> dict:
+        """The saved stream states and the pre-pass place: a run stopped mid-epoch resumes at its batch's place."""
+        return {**super().get_extra_state(), "train_batch": self._train_batch}
+
+    def set_extra_state(self, state: dict) -> None:
+        super().set_extra_state(state)
+        self._train_batch = int(state["train_batch"])
 
     def _embed(self, nodes, cut: float) -> torch.Tensor:
         """(Q,) nodes of a batch whose first event is at `cut` -> (Q, d_emb); reads the memory, never changes it."""
