@@ -87,7 +87,7 @@ def test_project_loglikelihood_equals_easytpp_loglike_loss(name, batch, records)
     total = float(ours.total.detach())
     assert math.isfinite(total)
     assert total == pytest.approx(-float(loss.detach()), rel=2e-5)
-    if name in ("rmtpp", "nhp", "sahp", "attnhp"):  # the generic path: no model-specific likelihood
+    if name in ("rmtpp", "nhp", "sahp", "attnhp", "thp"):  # the generic path: no model-specific likelihood
         assert not hasattr(model, "batch_log_likelihood")
 
 

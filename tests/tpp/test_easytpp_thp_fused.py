@@ -199,10 +199,10 @@ def test_thp_integral_equals_easytpp(dtype, chunk, large, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_fused_thp_loss_and_gradients_equal_easytpp_loglike_loss(dtype):
-    """The project's THP training loss (`THPModel.batch_log_likelihood`: the fused encoder, `thp_integral`) against
-    EasyTPP's unfused class: -LL per event equal to `loglike_loss` / num_events (relative 2e-5: EasyTPP adds eps to
-    the sampled intensities) and every parameter's gradient within float rounding of
-    `loglike_loss`'s; the unfused class through the protocol gives the same loss bitwise."""
+    """The project's THP training loss (the protocol's likelihood with `THPModel.sampled_total_intensity`: the fused
+    encoder, `thp_integral`) against EasyTPP's unfused class: -LL per event equal to `loglike_loss` / num_events
+    (relative 2e-5: EasyTPP adds eps to the sampled intensities) and every parameter's gradient within float rounding
+    of `loglike_loss`'s; the unfused class through the protocol gives the same loss bitwise."""
     records = easytpp_records(hawkes_sequences(np.random.default_rng(3), K, 6, 2, 12), K)
     batch = collate(records, K)
     batch = type(batch)(**{k: v.to(dtype) if v.is_floating_point() else v for k, v in batch.as_dict().items()})

@@ -98,7 +98,7 @@ def test_a_shared_layer_changes_the_runs_of_every_model_using_it(reg, runs, pack
 
 def test_editing_one_tpp_module_leaves_the_other_models(reg, runs, package):
     before = digests(reg, runs, package)
-    edit_method(package / "models" / "tpp" / "easytpp.py", "THPModel", "batch_log_likelihood")
+    edit_method(package / "models" / "tpp" / "easytpp.py", "THPModel", "sampled_total_intensity")
     after = digests(reg, runs, package)
     easytpp = {m for m, e in reg.models.items() if e.get("module", "").startswith("timerepro.models.tpp.easytpp:")}
     assert changed(before, after) == {r.run_id for r in runs if r.config.get("model") in easytpp}

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from timerepro.tpp.batch import Batch
-from timerepro.tpp.likelihood import EPS, LogLikelihood, integral_ratios
+from timerepro.tpp.likelihood import EPS, LogLikelihood, empty_likelihood, event_terms, integral_ratios
 from timerepro.tpp.thinning import in_chunks
 
 # registry name -> EasyTPP class name
@@ -151,20 +151,11 @@ class _AttentionModel(EasyTPPModel):
 
 
 class THPModel(_AttentionModel):
-    def batch_log_likelihood(self, batch: Batch, *, num_samples: int = 20, sampling: str = "grid",
-                             generator: torch.Generator | None = None) -> LogLikelihood:
-        """The protocol's likelihood (tpp/likelihood.py), its integral by `easytpp_fused.thp_integral` (issue 27)."""
+    def sampled_total_intensity(self, offsets, hidden):
+        """The likelihood's integral term (tpp/likelihood.py's hook) by `easytpp_fused.thp_integral` (issue 27)."""
         from timerepro.models.tpp.easytpp_fused import thp_integral
 
-        empty = _empty_or_none(batch)
-        if empty is not None:
-            return empty
-        hidden = self.encode(batch.time_seqs[:, :-1], batch.type_seqs[:, :-1])  # [B, L-1, D]
-        mask = batch.seq_non_pad_mask[:, 1:]
-        dt = batch.time_delta_seqs[:, 1:] * mask  # [B, L-1]
-        event_ll, _ = _event_terms(self.intensities_at(dt[..., None], hidden)[:, :, 0, :], batch)
-        u = integral_ratios(tuple(dt.shape), num_samples, sampling, device=dt.device, generator=generator)
-        return LogLikelihood(event_ll, thp_integral(self, hidden, dt[..., None] * u) * dt * mask, mask)
+        return thp_integral(self, hidden, offsets)  # [B, L]
 
 
 class SAHPModel(_AttentionModel):
@@ -246,20 +237,6 @@ def attnhp_states(m, time_seqs, type_seqs, sample_times):
     return torch.cat(states, dim=-1).view(B, L, S, -1)  # [B, L, S, H*D]
 
 
-def _empty_or_none(batch: Batch) -> LogLikelihood | None:
-    if batch.type_seqs.size(1) >= 2:
-        return None
-    empty = batch.time_delta_seqs[:, 1:]
-    return LogLikelihood(empty, empty, batch.seq_non_pad_mask[:, 1:])
-
-
-def _event_terms(lam_event: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """log lambda_{k_i}(t_i) at events 1..L-1, 0 at padding: lam_event [B, L-1, K] -> ([B, L-1], mask [B, L-1])."""
-    mask = batch.seq_non_pad_mask[:, 1:]
-    target = batch.type_seqs[:, 1:].clamp(max=lam_event.size(-1) - 1)
-    return torch.log(lam_event.gather(-1, target[..., None])[..., 0] + EPS) * mask, mask
-
-
 class ODETPPModel(EasyTPPModel):
     """Thinning through the protocol (one RK4 step from the right limit, as EasyTPP's own thinning); the likelihood
     through `batch_log_likelihood`, whose event intensities come from the multi-step adjoint ODE, as `loglike_loss`."""
@@ -274,11 +251,11 @@ class ODETPPModel(EasyTPPModel):
     def batch_log_likelihood(self, batch: Batch, *, num_samples: int = 20, sampling: str = "grid",
                              generator: torch.Generator | None = None) -> LogLikelihood:
         """EasyTPP's loglike_loss terms per event; the integral on the project's grid or uniform samples."""
-        empty = _empty_or_none(batch)
+        empty = empty_likelihood(batch)
         if empty is not None:
             return empty
         left, right = self.model.forward(batch.time_delta_seqs, batch.type_seqs)  # [B, L-1, H], [B, L, H]
-        event_ll, mask = _event_terms(self.model.layer_intensity(left), batch)
+        event_ll, mask = event_terms(self.model.layer_intensity(left), batch)
         dt = batch.time_delta_seqs[:, 1:] * mask  # [B, L-1]
         u = integral_ratios(tuple(dt.shape), num_samples, sampling, device=dt.device, generator=generator)
         lam = self.intensities_at(dt[..., None] * u, right[:, :-1])  # [B, L-1, S, K]
@@ -312,7 +289,7 @@ class FullyNNModel(EasyTPPModel):
     def batch_log_likelihood(self, batch: Batch, *, num_samples: int = 20, sampling: str = "grid",
                              generator: torch.Generator | None = None) -> LogLikelihood:
         """EasyTPP's loglike_loss terms per event (num_samples and sampling are unused: no sampled integral)."""
-        empty = _empty_or_none(batch)
+        empty = empty_likelihood(batch)
         if empty is not None:
             return empty
         grad = torch.is_grad_enabled()
@@ -320,7 +297,7 @@ class FullyNNModel(EasyTPPModel):
             hidden = self.model.forward(batch.time_seqs[:, :-1], batch.time_delta_seqs[:, :-1], batch.type_seqs[:, :-1])
             # [B, L-1, K] each: Lambda_k(dt_i) and its derivative lambda_k(t_i)
             integral, lam = self.model.layer_intensity(hidden, batch.time_delta_seqs[:, 1:].clone())
-        event_ll, mask = _event_terms(lam, batch)
+        event_ll, mask = event_terms(lam, batch)
         non_event_ll = integral.sum(-1) * mask
         if not grad:
             event_ll, non_event_ll = event_ll.detach(), non_event_ll.detach()
@@ -354,7 +331,7 @@ class IntensityFreeModel(EasyTPPModel):
     def batch_log_likelihood(self, batch: Batch, *, num_samples: int = 20, sampling: str = "grid",
                              generator: torch.Generator | None = None) -> LogLikelihood:
         """log p(dt_i) + log p(k_i) per event (num_samples and sampling are unused: no integral)."""
-        empty = _empty_or_none(batch)
+        empty = empty_likelihood(batch)
         if empty is not None:
             return empty
         context = self.model.forward(batch.time_delta_seqs[:, :-1], batch.type_seqs[:, :-1])  # [B, L-1, H]
