@@ -310,19 +310,22 @@ def _parents(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def code_fingerprint(roots: list[str], *, foreign: set[str] = frozenset(), foreign_entries: set[tuple] = frozenset(),
-                     dispatchers: set[str] = frozenset(), source: Source | None = None) -> CodeFingerprint:
+def code_fingerprint(roots: list[str], *, entry_roots: tuple = (), foreign: set[str] = frozenset(),
+                     foreign_entries: set[tuple] = frozenset(), dispatchers: set[str] = frozenset(),
+                     source: Source | None = None) -> CodeFingerprint:
     """Fingerprint of the modules `roots` and every project module they import, transitively.
 
-    `foreign`: modules of other models, taken only in the part imported from them (and what that
-    part uses); `foreign_entries`: (module, attribute) entry points of other models, not followed
-    from the modules in `dispatchers` (the task modules, which pick one model by name).
+    `entry_roots`: (module, attribute) roots taken in part, the attribute and what it uses (a model's entry point in
+    a module other models' entries share; the module must be in `foreign`); `foreign`: modules of other models, taken
+    only in the part imported from them (and what that part uses); `foreign_entries`: (module, attribute) entry
+    points of other models, not followed from the modules in `dispatchers` (the task modules, which pick one model
+    by name).
     """
     source = source or Source()
     whole: set[str] = set()
     wanted: dict[str, set[str]] = {}  # foreign module -> the names used from it
     followed: dict[str, set[str]] = {}  # foreign module -> the names whose imports were followed
-    todo: list[tuple[str, str | None]] = [(r, None) for r in roots]
+    todo: list[tuple[str, str | None]] = [(r, None) for r in roots] + list(entry_roots)
 
     def push(src: ModuleSource, imports: list[tuple[Import, bool]]) -> None:
         for imp, used in imports:
@@ -400,16 +403,20 @@ class Fingerprinter:
         if key not in self._code:
             roots = [task_module(task)]
             own = model_module(model, self.models) if model else None
-            if own:
+            others = [m for m in self.models if m != model]
+            foreign = {model_module(m, self.models) for m in others} - {None}
+            entries = {model_entry(m, self.models) for m in others} - {None}
+            # a module other models' entries share (models/seq/time_lstm.py) counts in part: the run's entry and
+            # what it uses, as another model's module would; a module of its own counts whole
+            entry = model_entry(model, self.models) if own in foreign else None
+            if own and entry is None:
                 roots.append(own)
+                foreign.discard(own)
+                entries = {e for e in entries if e[0] != own}
             if encoder:
                 roots.append(ENCODER_MODULE)
-            others = [m for m in self.models if m != model]
-            foreign = {model_module(m, self.models) for m in others} - {own, None}
-            entries = {model_entry(m, self.models) for m in others} - {None}
-            entries = {e for e in entries if e[0] != own}
-            self._code[key] = code_fingerprint(roots, foreign=foreign, foreign_entries=entries,
-                                               dispatchers=task_modules(), source=self.source)
+            self._code[key] = code_fingerprint(roots, entry_roots=(entry,) if entry else (), foreign=foreign,
+                                               foreign_entries=entries, dispatchers=task_modules(), source=self.source)
         return self._code[key]
 
     def data(self, config: dict) -> dict:

@@ -105,6 +105,20 @@ def test_editing_one_tpp_module_leaves_the_other_models(reg, runs, package):
     assert not any(r.config.get("model") == "hawkes_attention" for r in runs if r.run_id in changed(before, after))
 
 
+def test_models_sharing_a_module_count_only_their_own_entry_and_what_it_uses(reg, runs, package):
+    """LSTM+T (`lstm`), TimeLSTM (`time_lstm`) and the day-of-week classifier share models/seq/time_lstm.py: editing
+    LSTMTime reruns the LSTM+T runs only (it marked every time2vec run stale while the tasks looked models up in a
+    dict of every builder), and editing TimeLSTM's cell the TimeLSTM runs only."""
+    by_model = lambda *names: {r.run_id for r in runs if r.config.get("model") in names}  # noqa: E731
+    assert by_model("lstm") and by_model("time_lstm") and by_model("time2vec_classifier")
+    before = digests(reg, runs, package)
+    edit_method(package / "models" / "seq" / "time_lstm.py", "LSTMTime", "states")
+    lstm = digests(reg, runs, package)
+    assert changed(before, lstm) == by_model("lstm")
+    edit_method(package / "models" / "seq" / "time_lstm.py", "TimeLSTMCell", "gates")
+    assert changed(lstm, digests(reg, runs, package)) == by_model("time_lstm")
+
+
 def test_editing_report_code_changes_no_run(reg, runs, package):
     before = digests(reg, runs, package)
     path = package / "report" / "aggregate.py"

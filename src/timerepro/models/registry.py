@@ -8,6 +8,7 @@ imported only when looked up. Each task family calls its builders with one signa
 | link_prediction, node_classification | `build(config, data: CTDGData, split: LinkSplit, train_graph: TemporalNeighbors) -> nn.Module` with `pair_embeddings(src, dst, times)`, `set_graph(neighbors, rng)`, `out_dim` (tasks/link_prediction/) |
 | temporal_point_process | `build(config, num_event_types) -> nn.Module` with `encode`, `intensities_at` (timerepro.tpp.likelihood) |
 | forecasting | `build(config, n_vars) -> nn.Module`, [B, seq_len, V] -> [B, pred_len, V] |
+| event_classification, next_item | `build(config, n_types, n_out) -> nn.Module` with `states(types, tau, lengths)` (models/seq/time_lstm.py) |
 
 `config` is the resolved run config: the model's `defaults` in params/models.yaml are already merged in.
 A new model is its builder plus one entry in params/models.yaml (task, module, defaults).
@@ -29,6 +30,8 @@ SIGNATURES = {
     "node_classification": "build(config, data, split, train_graph)",
     "temporal_point_process": "build(config, num_event_types)",
     "forecasting": "build(config, n_vars)",
+    "event_classification": "build(config, n_types, n_out)",
+    "next_item": "build(config, n_types, n_out)",
 }
 
 

@@ -21,8 +21,11 @@ import torch.nn.functional as F
 from timerepro.data import tpp
 from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
-from timerepro.models.seq import time_lstm
+from timerepro.models.registry import TaskModels
+from timerepro.models.seq.time_lstm import n_parameters
 from timerepro.train import fit
+
+MODELS = TaskModels("event_classification")  # name -> builder `build(config, n_types, n_classes)` (params/models.yaml)
 
 
 def rebased(seqs: tpp.EventSequences, n: int | None) -> list[dict]:
@@ -120,7 +123,7 @@ def run(config: dict, ctx) -> dict:
     seed, bs = int(config["seed"]), int(config["batch_size"])
     splits, labels, n_types, n_classes, info = load(config)
     torch.manual_seed(seed)
-    model = time_lstm.MODELS[config["model"]](config, n_types, n_classes)
+    model = MODELS[config["model"]](config, n_types, n_classes)
     opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
     train, ytrain = splits["train"], torch.from_numpy(labels["train"])
 
@@ -151,7 +154,7 @@ def run(config: dict, ctx) -> dict:
     ctx.write_artifact("time2vec_frequencies.json", {"learned_abs_frequency": learned_frequencies(model)})
     return {
         "metrics": {"test_accuracy": curve[-1], "best_test_accuracy": max(curve), "best_epoch": result.best_epoch,
-                    "epochs_run": result.epochs_run, "n_parameters": time_lstm.n_parameters(model),
+                    "epochs_run": result.epochs_run, "n_parameters": n_parameters(model),
                     "hidden": model.hidden},
         "data": info,
         "resumed_from_epoch": result.resumed_from_epoch,

@@ -34,9 +34,12 @@ import torch.nn.functional as F
 from timerepro.data import tpp
 from timerepro.data.manifest import data_identity
 from timerepro.data.prepare import prepare
-from timerepro.models.seq import time_lstm
+from timerepro.models.registry import TaskModels
+from timerepro.models.seq.time_lstm import n_parameters
 from timerepro.tasks.event_classification import batch
 from timerepro.train import fit
+
+MODELS = TaskModels("next_item")  # name -> builder `build(config, n_items, n_out)` (params/models.yaml)
 
 
 def sample_candidates(targets: np.ndarray, n_items: int, k: int, repeats: int, seed: int | list[int]) -> np.ndarray:
@@ -192,7 +195,7 @@ def run(config: dict, ctx) -> dict:
     cand = sample_candidates(targets, n_items, k, int(config["candidate_repeats"]), int(config["candidate_seed"]))
     qs = {str(q) if q else "all": q for q in config["recall_at"]}
     torch.manual_seed(seed)
-    model = time_lstm.MODELS[config["model"]](config, n_items, n_items)
+    model = MODELS[config["model"]](config, n_items, n_items)
     opt_cls = {"adam": torch.optim.Adam, "adagrad": torch.optim.Adagrad}[config["optimizer"]]
     opt = opt_cls(model.parameters(), lr=float(config["lr"]))
 
@@ -247,7 +250,7 @@ def run(config: dict, ctx) -> dict:
     last = {k_: v for k_, v in result.history[-1].items() if k_.startswith("val_") and k_ != "val_time_s"}
     metrics = {k_[4:]: v for k_, v in last.items()}
     metrics.update({f"best_{k_[4:]}": max(h[k_] for h in result.history) for k_ in last})
-    metrics.update({"epochs_run": result.epochs_run, "n_parameters": time_lstm.n_parameters(model),
+    metrics.update({"epochs_run": result.epochs_run, "n_parameters": n_parameters(model),
                     "hidden": model.hidden, "n_targets": int(len(targets)), "candidates_per_target": int(cand.shape[2]),
                     "candidates_sha256": hashlib.sha256(cand.tobytes()).hexdigest()})
     return {"metrics": metrics, "data": info, "resumed_from_epoch": result.resumed_from_epoch}

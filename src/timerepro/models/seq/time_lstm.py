@@ -257,6 +257,3 @@ def time_lstm(config: dict, n_types: int, n_out: int) -> TimeLSTM:
 
 def synthetic_classifier(config: dict, n_types: int = 0, n_out: int = 1) -> Time2VecClassifier:
     return Time2VecClassifier(int(config["t2v_dim"]), config)
-
-
-MODELS = {"lstm": lstm, "time_lstm": time_lstm, "time2vec_classifier": synthetic_classifier}
