@@ -2,10 +2,12 @@
 # Paper-scale rehearsal of the graph models on a GPU (issue 26), in a bounded time:
 #  1. the paper-size stand-ins of the graphs below made in parallel (one process per dataset; cached under
 #     $TIMEREPRO_DATA: a stand-in already there is checked and skipped);
-#  2. the shapes without a usable record (`rehearse --missing`: never rehearsed, failed, or timed at the epoch's
-#     start) of link prediction, node classification and sequence cost, in STREAMS parallel processes on the one
-#     GPU (a stream = a few datasets; Enron, with its 512-2048 histories and neighbours, has two), 3 timed batches
-#     each, until the budget is spent (a second call goes on where the first stopped).
+#  2. the shapes of GPU jobs without a usable CUDA record (`rehearse --device cuda --gpu-jobs`: never rehearsed,
+#     failed, timed at the epoch's start, or priced from a CPU record) of link prediction, node classification and
+#     sequence cost, in STREAMS parallel processes on the one GPU (a stream = a few datasets; Enron, with its
+#     512-2048 histories and neighbours, has two), then the point processes', event classification's and next-item's
+#     in one more stream, 3 timed batches each, until the budget is spent (a second call goes on where the first
+#     stopped).
 # Several processes share the GPU and the host's cores: each figure is an upper bound of a job alone on the device.
 # Records: $RESULTS/rehearsal/<shape id>.json (default: the project's results/); then `timerepro estimate --scale
 # paper` prices the runs from them. Logs: $RESULTS/rehearsal_logs/.
@@ -44,11 +46,15 @@ for i in "${!STREAMS[@]}"; do
   budget=$(( $(left) - SHAPE_TIMEOUT - 15 ))
   (( budget > 10 )) || budget=10
   OMP_NUM_THREADS=${OMP_PER_STREAM:-2} "$PY" -m timerepro rehearse --task link_prediction --task node_classification \
-      --task sequence_cost --missing --smallest-first "${args[@]}" --batches 3 --device "$DEVICE" \
+      --task sequence_cost --gpu-jobs --smallest-first "${args[@]}" --batches 3 --device "$DEVICE" \
       --budget-s "$budget" --shape-timeout-s "$SHAPE_TIMEOUT" --results "$RESULTS" > "$logs/stream_$i.txt" 2>&1 &
   pids+=($!)
 done
+OTHER=(--task temporal_point_process --task event_classification --task next_item)
+OMP_NUM_THREADS=${OMP_PER_STREAM:-2} "$PY" -m timerepro rehearse "${OTHER[@]}" --gpu-jobs --smallest-first --batches 3 \
+    --device "$DEVICE" --budget-s $(( $(left) - SHAPE_TIMEOUT - 15 )) --shape-timeout-s "$SHAPE_TIMEOUT" \
+    --results "$RESULTS" > "$logs/stream_other.txt" 2>&1 &
+pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
-"$PY" -m timerepro rehearse --task link_prediction --task node_classification --task sequence_cost --missing \
-    --list --results "$RESULTS" | tail -1
+"$PY" -m timerepro rehearse --gpu-jobs --device "$DEVICE" --list --results "$RESULTS" | grep -vc " on cuda " || true
 echo "done in $(( $(date +%s) - start )) s" >&2

@@ -774,6 +774,9 @@ def add_subcommand(sub) -> None:
     p.add_argument("--redo", action="store_true", help="rehearse again shapes with a record on this device type")
     p.add_argument("--missing", action="store_true",
                    help="only shapes without a successful record on any device (a CPU leaves the GPU's alone)")
+    p.add_argument("--gpu-jobs", action="store_true",
+                   help="only shapes whose jobs request a GPU at this scale (with --device cuda and no --missing: "
+                        "those priced from a CPU record or none, what a lent GPU should take)")
     p.add_argument("--list", action="store_true", help="list the shapes and whether they have a record, then exit")
     p.add_argument("--results", type=Path, help="results folder (default: the project's)")
     p.set_defaults(func=_cmd)
@@ -806,6 +809,8 @@ def _selected(all_shapes: list[Shape], args) -> list[Shape]:
         out = [s for s in out if s.shape["task"] in args.task]
     if args.shape:
         out = [s for s in out if any(x == s.id or x in s.name for x in args.shape)]
+    if getattr(args, "gpu_jobs", False):
+        out = [s for s in out if any(r.resources.get("gpu") for r in s.runs)]
     if args.one_per_pair:
         best: dict[str, Shape] = {}
         for s in out:

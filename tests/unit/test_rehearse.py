@@ -371,3 +371,14 @@ def test_a_history_models_record_timed_at_the_start_is_a_lower_bound_and_rehears
     assert rehearse.early_timed(old)
     assert not rehearse.early_timed({**old, "train_at": rehearse.TRAIN_AT})
     assert not rehearse.early_timed({**old, "shape": {"task": "link_prediction", "model": "tgn"}})  # cost flat in history
+
+
+def test_gpu_jobs_picks_the_shapes_whose_runs_ask_for_a_gpu(reg):
+    """`--gpu-jobs`: what a lent GPU should rehearse; the shapes of CPU jobs (the statistics tables, linear_time's
+    synthetic sequence classification, time2vec's day-of-week classifier) are left out, the graph models kept."""
+    every = rehearse.shapes(reg, "paper")
+    args = argparse.Namespace(task=[], shape=[], one_per_pair=False, smallest_first=False, budget_s=None, gpu_jobs=True)
+    chosen = rehearse._selected(every, args)
+    left_out = {s.shape["task"] for s in every if s not in chosen}
+    assert left_out == {"dataset_statistics", "sequence_classification", "periodic_classification"}
+    assert {"link_prediction", "node_classification", "temporal_point_process"} <= {s.shape["task"] for s in chosen}
