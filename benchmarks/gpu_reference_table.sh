@@ -6,7 +6,8 @@
 # The table goes to TABLE_FILE (and stdout), each process's line and any traceback to TABLE_FILE.err.
 # Reference checkouts (never vendored, never committed) under $REFS (default .gpu): DyGLib/ (yule-BUAA/DyGLib);
 # optional DyG-Mamba/ (Clearloveyuan/DyG-Mamba), mamba/ (state-spaces/mamba) and pylib/ (einops) for DyG-Mamba's row.
-# MODELS and SEEDS override the rows and the seeds (e.g. MODELS="jodie edgebank" SEEDS=2 for a dry run on CPU).
+# MODELS and SEEDS override the rows and the seeds (e.g. MODELS="jodie edgebank" SEEDS=2 for a dry run on CPU);
+# ROW_S a row's seconds of processes (default 60: one or two pairs on an H200; three pairs need ~90).
 set -euo pipefail
 TABLE=${1:?usage: gpu_reference_table.sh TABLE_FILE [BUDGET_S] [DEVICE]}
 BUDGET=${2:-125}
@@ -29,4 +30,4 @@ mkdir -p "$(dirname "$TABLE")"
 # not started, the one running is stopped), so the table is printed whole before an outer `timeout` could cut it
 "$PY" benchmarks/reference_table.py --device "$DEVICE" --dyglib "$REFS/DyGLib" "${mamba[@]}" \
   --models ${models[@]} --rows --interleave --seeds "${SEEDS:-3}" --threads 2 \
-  --timeout 60 --row-timeout-s 60 --budget-s "$BUDGET" 2> "$TABLE.err" | tee "$TABLE"
+  --timeout 60 --row-timeout-s "${ROW_S:-60}" --budget-s "$BUDGET" 2> "$TABLE.err" | tee "$TABLE"
