@@ -318,3 +318,23 @@ def test_tcl_residual_dropout_in_one_pass_is_the_sum_of_dropouts_output_bit_for_
     for expected, got in zip(*results):
         assert torch.equal(got, expected)
     assert (results[1][0] != 0).any() and (results[1][2] == 0).any()  # some of h's entries dropped
+
+
+class _OnGPU(torch.Tensor):
+    """A CPU tensor that says it is on a GPU (the rule below reads `is_cuda` only)."""
+
+    @property
+    def is_cuda(self) -> bool:
+        return True
+
+
+def test_blocks_of_tokens_on_the_cpu_one_call_on_a_gpu():
+    """`in_blocks`: row blocks on the CPU (cache), one call for tensors on a GPU (launches); the same rows either way."""
+    from timerepro.models.graph.dygformer import in_blocks
+
+    x = torch.randn(10, 3)
+    calls = []
+    fn = lambda t: calls.append(len(t)) or t * 2  # noqa: E731
+    assert torch.equal(in_blocks(fn, 4, x), x * 2) and calls == [4, 4, 2]
+    calls.clear()
+    assert torch.equal(in_blocks(fn, 4, x.as_subclass(_OnGPU)), x * 2) and calls == [10]

@@ -229,8 +229,10 @@ def attend_heads(qkv: torch.Tensor, heads: int, bias: torch.Tensor | None, causa
 
 def in_blocks(fn, rows: int, *xs: torch.Tensor) -> torch.Tensor:
     """fn(*xs) for a row-wise fn, on blocks of `rows` rows (dim 0) of the xs, concatenated: the same outputs, each
-    block's activations still in cache for the next operation; one call when rows is 0 or covers them all."""
-    if not rows or len(xs[0]) <= rows:
+    block's activations still in cache for the next operation; one call when rows is 0 or covers them all, and on a
+    GPU, where a block keeps nothing in a cache and costs a launch per kernel (TCL's evaluation on an H200 ran 1.54x
+    its reference with blocks, docs/graph_speed.md round 15; the gain of one call there is not measured yet)."""
+    if not rows or len(xs[0]) <= rows or xs[0].is_cuda:
         return fn(*xs)
     return torch.cat([fn(*parts) for parts in zip(*(x.split(rows) for x in xs))])
 
