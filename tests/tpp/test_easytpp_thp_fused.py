@@ -72,7 +72,8 @@ def test_attention_equals_easytpp_bitwise(dtype, dropout):
 def test_attention_mask_is_exact_at_scores_an_added_mask_would_round():
     """Scores far above 32 (where s - 1e9 rounds to another float32 than -1e9) and of either sign, with a query
     that sees no key (its softmax is over the fill values alone: uniform only if each is -1e9 exactly): the fused
-    attention's s * keep + fill still gives EasyTPP's masked_fill values, outputs and gradients bitwise."""
+    attention gives EasyTPP's masked_fill values, outputs and gradients bitwise (an added -1e9 mask, a tempting cut,
+    fails here)."""
     ours, ref = _attention_pair(torch.float32)
     x = (torch.randn(3, 7, 8) * 40).requires_grad_()
     mask = _mask() | torch.eye(7, dtype=torch.bool)[None]

@@ -824,13 +824,7 @@ class _MaskedAttention(torch.autograd.Function):
     formulas (bmm's, softmax's, masked_fill's, the division's) in EasyTPP's order: bitwise its values and gradients
     (each batch item's products are the same GEMMs), and neither q, k, v nor their gradients are gathered per head
     (EasyTPP's view + transpose copies them, in both directions). q, k, v [B, L, n_head * d_k] (the projections),
-    masked [B, 1, Lq, Lk] bool -> [B, Lq, n_head * d_k].
-
-    The mask is applied as s * keep + fill (keep 1 / 0, fill 0 / -1e9: a finite s gives s or -1e9 exactly, so the
-    softmax's input is masked_fill's to the bit) and its backward's as g * keep (0 where masked, of either sign: the
-    same values): masked_fill_ with the [B, Lq, Lk] bool mask broadcast over the heads took 0.9-2.0 ms per call on
-    THP's [2, 256, 37, 37] scores under its causal and padding mask against 0.04-0.2 ms for addcmul (round 15,
-    docs/graph_speed.md: one layer's forward and backward 28.9 -> 27.0 ms CPU at one thread)."""
+    masked [B, 1, Lq, Lk] bool -> [B, Lq, n_head * d_k]."""
 
     @staticmethod
     def forward(ctx, q, k, v, masked, n_head):
@@ -839,23 +833,21 @@ class _MaskedAttention(torch.autograd.Function):
         scores = q.new_empty(n_head, B, Lq, Lk)  # head-major: each head's block contiguous for bmm's out
         for h in range(n_head):
             torch.bmm(_head(q, h, n_head), _head(k, h, n_head).transpose(1, 2), out=scores[h])
-        m = masked.flatten(0, 1)  # [B, Lq, Lk], broadcast over the heads
-        keep, fill = (~m).to(q.dtype), torch.where(m, -1e9, 0.0).to(q.dtype)  # 1 / 0; 0 / -1e9 (EasyTPP's fill)
-        p = torch.softmax(torch.addcmul(fill, scores.div_(scale), keep, out=scores), dim=-1)  # [n_head, B, Lq, Lk]
-        ctx.save_for_backward(q, k, v, p, keep)
+        p = torch.softmax(scores.div_(scale).masked_fill_(masked.flatten(0, 1), -1e9), dim=-1)  # [n_head, B, Lq, Lk]
+        ctx.save_for_backward(q, k, v, p, masked)
         ctx.n_head = n_head
         return _merge([torch.bmm(p[h], _head(v, h, n_head)) for h in range(n_head)])
 
     @staticmethod
     def backward(ctx, g):
-        q, k, v, p, keep = ctx.saved_tensors
+        q, k, v, p, masked = ctx.saved_tensors
         n = ctx.n_head
         B, Lq, Lk = p.size(1), p.size(2), p.size(3)
         g_p = torch.empty_like(p)
         for h in range(n):
             torch.bmm(_head(g, h, n), _head(v, h, n).transpose(1, 2), out=g_p[h])
         g_v = _merge([torch.bmm(p[h].transpose(1, 2), _head(g, h, n)) for h in range(n)])
-        g_s = torch._softmax_backward_data(g_p, p, -1, p.dtype).mul_(keep)
+        g_s = torch._softmax_backward_data(g_p, p, -1, p.dtype).masked_fill_(masked.flatten(0, 1), 0.0)
         g_s = g_s.div_(math.sqrt(q.size(-1) // n))  # [n_head, B, Lq, Lk]
         g_q = _merge([torch.bmm(g_s[h], _head(k, h, n)) for h in range(n)])
         g_k = _merge([torch.bmm(_head(q, h, n).transpose(1, 2), g_s[h]).transpose(1, 2) for h in range(n)])  # (q^T g_s)^T
