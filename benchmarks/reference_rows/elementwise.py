@@ -74,7 +74,8 @@ UNAVOIDABLE = {
     "aten::sigmoid_": (lambda t, s, c: ((t(s[0]),), {}),
                        "the softplus's derivative sigmoid(beta x) at every grid point: the hidden states' and "
                        "the decay's gradients sum it over the samples (training only: GRADIENT_ONLY)"),
-    "aten::log": (lambda t, s, c: ((t(s[0]),), {}), "log lambda at each event's own mark (the likelihood's event term)"),
+    "aten::log": (lambda t, s, c: ((t(s[0]),), {}),
+                  "log lambda at each event's own mark (the likelihood's event term)"),
 }
 # kernels that count in a training step only: where the project also runs them without a gradient to compute, an
 # exact evaluation skips them (`easytpp_fused._ScaledSoftplus` writes the softplus's derivative in its forward)
