@@ -10,7 +10,12 @@ replays products), and the dropout masks the step drew (`recording_masks`) are d
 much of a step is work an exact implementation cannot cut. Left out, so the floor stays a lower bound of that work:
 the bias-gradient sums (a ones column in the weight gradient's product gives them at rounding level), a residual
 sum no dropout rides on (TCL at dropout 0: a plain `add`, not told apart from autograd's), the residual stream's
-gradient additions, the optimizer's update, the inputs' gathers and the readout's means.
+gradient additions, the optimizer's update, the inputs' gathers and the readout's means. The TPP rows (reference_rows
+/tpp.py) add the intensities' softplus and its derivative and the likelihood's log; left out there: the exp before
+the softplus's log1p (aten::softplus does both in one pass), the affine decay * s + c + base that builds the grid and
+the beta scalings (foldable into the grid's one write at rounding level), the attention's mask fill and scale
+(foldable into the softmax's input), the reductions over the grid's samples and marks (products with a ones or
+1 / beta vector), the thinning's exponential draws and their cumulative sums (a sequential sampler draws fewer).
 """
 
 from __future__ import annotations
@@ -59,9 +64,31 @@ UNAVOIDABLE = {
     "aten::addcmul": (
         lambda t, s, c: ((t(s[0]), t(s[1]), t(s[2])), {"value": _scalar(c, 3, 1.0)}),
         "a dropout mask applied (with its residual sum where there is one), forward and backward: one pass each"),
-    "aten::cos": (lambda t, s, c: ((t(s[0]),), {}), "the time encoding cos(w t + b)"),
-    "aten::sin": (lambda t, s, c: ((t(s[0]),), {}), "its derivative (the time encoder's weights train)"),
+    "aten::cos": (lambda t, s, c: ((t(s[0]),), {}),
+                  "the time encoding cos(w t + b) (graph rows); THP's Eq. (2), the odd half of its dimensions"),
+    "aten::sin": (lambda t, s, c: ((t(s[0]),), {}),
+                  "cos's derivative (the graph rows' time encoder's weights train); THP's Eq. (2), the even half"),
+    "aten::log1p_": (lambda t, s, c: ((t(s[0]).abs_(),), {}),  # (a positive operand: log1p_ runs on it in place)
+                     "the intensities' softplus log1p(exp(beta x)) on the integral's grid, at the events and at the "
+                     "thinning's proposals: one transcendental pass per point (counted as the log1p alone)"),
+    "aten::sigmoid_": (lambda t, s, c: ((t(s[0]),), {}),
+                       "the softplus's derivative sigmoid(beta x) at every grid point: the hidden states' and "
+                       "the decay's gradients sum it over the samples (training only: GRADIENT_ONLY)"),
+    "aten::log": (lambda t, s, c: ((t(s[0]),), {}),
+                  "log lambda at each event's own mark (the likelihood's event term)"),
 }
+# kernels that count in a training step only: where the project also runs them without a gradient to compute, an
+# exact evaluation skips them (`easytpp_fused._ScaledSoftplus` writes the softplus's derivative in its forward)
+GRADIENT_ONLY = ("aten::sigmoid_",)
+# kernels that count only in a step that drew dropout masks: addcmul counts as a mask's application, and a step
+# without masks runs it for other work (THP's integral: a [B L, K] gradient term)
+MASK_ONLY = ("aten::addcmul",)
+
+
+def phase_kernels(train: bool, masks: bool = True) -> tuple[str, ...]:
+    """The UNAVOIDABLE kernels a training (`train`) or evaluation step's recording counts (`masks`: whether the step
+    drew dropout masks)."""
+    return tuple(k for k in UNAVOIDABLE if (train or k not in GRADIENT_ONLY) and (masks or k not in MASK_ONLY))
 
 
 def _float32():

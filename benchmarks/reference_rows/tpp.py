@@ -14,9 +14,13 @@ evaluation batch of the project under torch.profiler, and the self time of their
 matrix products, and the fused RNN layers of nn.RNN/GRU/LSTM, gates included, which no implementation of those
 classes avoids). The project's step is an exact float32 implementation (one encoder pass per batch and phase, the
 intensity only at the proposals thinning reads): the reference step's time over these seconds is what an exact
-float32 implementation with these products could gain at most (issue 27, item 2). Elementwise kernels (exp, tanh,
-softplus of the intensities at the integral's points and the proposals) are left out of the floor's time, so the
-bound is generous where they dominate.
+float32 implementation with these products could gain at most (issue 27, item 2). That bound is generous where
+element-wise work dominates, so two more lines follow it (`elementwise.floor_lines`): the products plus the calls of
+the element-wise kernels every exact implementation runs (`elementwise.UNAVOIDABLE`, per phase `phase_kernels`:
+for THP the attention's softmax and its backward, the FFN's ReLU and its backward, the time encoding's sin and cos,
+the softplus's log1p on the integral's grid, at the events and at the thinning's proposals, its derivative in
+training, the events' log), recorded in the same profiled step and replayed outside the profiler; then those plus
+the dropout masks the project's stream draws (none at the rows' dropout 0: EasyTPP's example configs).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from statistics import median
 
 import numpy as np
 
+from reference_rows import elementwise
 from reference_rows.timing import (REPLAY, floor_text, new_record, recorded_products, replay_seconds, summary,
                                     timed, timed_iter)
 
@@ -84,21 +89,25 @@ class Inputs:
 
 # ------------------------------------------------------------------ the project's side
 
-def product_seconds(fn) -> dict:
-    """`fn()` under torch.profiler: the self CPU seconds of its PRODUCTS kernels (`profiled_s`), the same product
-    calls replayed at their recorded shapes outside the profiler (`replayed_s` wall, `replayed_cpu_s` CPU; the fused
-    RNN layers, which have no replay, at their profiled self time, `rnn_s`), and the profiled call's wall seconds."""
+def product_seconds(fn, phase: str) -> dict:
+    """`fn()` (one step of `phase`, "train" or "eval") under torch.profiler: the self CPU seconds of its PRODUCTS
+    kernels (`profiled_s`), the same product calls replayed at their recorded shapes outside the profiler
+    (`replayed_s` wall, `replayed_cpu_s` CPU; the fused RNN layers, which have no replay, at their profiled self time,
+    `rnn_s`), the profiled call's wall seconds, and the step's unavoidable element-wise calls and dropout masks
+    replayed likewise (`elementwise.floor_keys`: `<phase>_elementwise{,_cpu}_s`, `<phase>_mask_draws{,_cpu}_s`)."""
     from torch.profiler import ProfilerActivity, profile
 
     t0 = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    with (profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof,
+          elementwise.recording_masks() as masks):
         fn()
     wall = time.perf_counter() - t0
     self_s = {e.key: e.self_cpu_time_total / 1e6 for e in prof.key_averages() if e.key in PRODUCTS}
     rnn = sum(v for k, v in self_s.items() if k not in REPLAY)
     wall_s, cpu_s = replay_seconds(recorded_products(prof, tuple(REPLAY)))
+    calls = elementwise.recorded_calls(prof, elementwise.phase_kernels(phase == "train", bool(masks)))
     return {"profiled_s": sum(self_s.values()), "replayed_s": wall_s + rnn, "replayed_cpu_s": cpu_s + rnn, "rnn_s": rnn,
-            "wall_s": wall}
+            "wall_s": wall, **elementwise.floor_keys(phase, calls, masks, 1)}
 
 
 def project_measure(config: dict, inputs: Inputs, seed: int, floor: bool = False) -> dict:
@@ -139,23 +148,27 @@ def project_measure(config: dict, inputs: Inputs, seed: int, floor: bool = False
         out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # the row's: before the profiler's
         for phase, fn in (("train", lambda: train_epoch(model, opt, inputs.seqs["train_warm"], **kw)),
                           ("eval", lambda: evaluate(model, inputs.seqs["dev_warm"], **ev))):
-            p = product_seconds(fn)
+            p = product_seconds(fn, phase)
             out.update({f"floor_{phase}_s": p["replayed_s"], f"floor_{phase}_cpu_s": p["replayed_cpu_s"],
                         f"floor_{phase}_profiled_s": p["profiled_s"],
                         f"floor_{phase}_rnn_s": p["rnn_s"], f"floor_{phase}_wall_s": p["wall_s"]})
+            out.update({k: v for k, v in p.items() if k.startswith(f"{phase}_")})  # element-wise and mask draws
     return out
 
 
 def floor_note(model: str, runs: dict) -> str | None:
-    """The line printed under a row: its floor (`floor_text`: the product seconds of the project's process of seed 0
-    against every project process's unprofiled steps); None when no floor was measured."""
+    """The lines printed under a row: its floor (`floor_text`: the product seconds of the project's process of seed 0
+    against every project process's unprofiled steps), then that floor plus the unavoidable element-wise work and
+    plus the mask draws (`elementwise.floor_lines`, where they were recorded); None when no floor was measured."""
     floors = [p for p in runs["project"] if "floor_train_s" in p]
     if not floors:
         return None
     f = floors[0]
-    return (f"  floor {model} (products per batch replayed outside the profiler; profiled self time "
-            f"{f['floor_train_profiled_s']:.4f} / {f['floor_eval_profiled_s']:.4f} s): "
-            + floor_text(runs, {k: (f[f"floor_{k}_s"], f[f"floor_{k}_cpu_s"]) for k in ("train", "eval")}))
+    products = {k: (f[f"floor_{k}_s"], f[f"floor_{k}_cpu_s"]) for k in ("train", "eval")}
+    lines = [f"  floor {model} (products per batch replayed outside the profiler; profiled self time "
+             f"{f['floor_train_profiled_s']:.4f} / {f['floor_eval_profiled_s']:.4f} s): " + floor_text(runs, products)]
+    lines += [f"  {line}" for line in elementwise.floor_lines(f"floor {model}", runs, products, f)]
+    return "\n".join(lines)
 
 
 def _concat(a, b):

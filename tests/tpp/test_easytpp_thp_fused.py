@@ -69,6 +69,22 @@ def test_attention_equals_easytpp_bitwise(dtype, dropout):
         assert torch.equal(y_ours, y_ref) and torch.equal(w_ours, w_ref)
 
 
+def test_attention_mask_is_exact_at_scores_an_added_mask_would_round():
+    """Scores far above 32 (where s - 1e9 rounds to another float32 than -1e9) and of either sign, with a query
+    that sees no key (its softmax is over the fill values alone: uniform only if each is -1e9 exactly): the fused
+    attention gives EasyTPP's masked_fill values, outputs and gradients bitwise (an added -1e9 mask, a tempting cut,
+    fails here)."""
+    ours, ref = _attention_pair(torch.float32)
+    x = (torch.randn(3, 7, 8) * 40).requires_grad_()
+    mask = _mask() | torch.eye(7, dtype=torch.bool)[None]
+    results = [_grads(lambda: m.train(True)(x, x, x, mask), [x, *m.parameters()]) for m in (ours, ref)]
+    (y_ours,), g_ours = results[0]
+    (y_ref,), g_ref = results[1]
+    scores = ref.linears[0](x) @ ref.linears[1](x).transpose(1, 2)
+    assert scores.abs().max() > 64 * 8  # beyond 32 after the scale by sqrt(d_k)
+    assert torch.equal(y_ours, y_ref) and all(torch.equal(a, b) for a, b in zip(g_ours, g_ref))
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_fused_thp_encoder_equals_easytpp_bitwise(dtype):
     """THP's encoder (`forward`, two layers sharing the feed-forward block) fused against EasyTPP's: hidden states

@@ -1,7 +1,8 @@
 """benchmarks/reference_rows/elementwise.py, the floor's unavoidable element-wise work (issue 27, item 2): every
 kernel it lists is recorded from a profiled step and replayed at its shapes and scalars, a fused kernel's softmax is
 never counted above what the kernel spent besides its products, the masks a step draws are recorded without changing
-them, and the printed floor adds the parts it names."""
+them, the printed floor adds the parts it names, a phase counts the kernels that belong to it, and the TPP rows
+print those lines under their products-only floor."""
 
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ def _profiled_step():
         h = F.layer_norm(x, (8,), w, b, 1e-5)
         h = torch.addcmul(h.new_zeros(()), F.gelu(h).softmax(-1), kept, value=1.25)
         (torch.relu(h).cos() + h.sin() + torch.relu_(h * 2)).sum().backward()  # relu_: clamp_min_
+        # the TPP rows' kernels: softplus's log1p, its derivative, the events' log
+        (x.detach().exp().log1p_() + x.detach().sigmoid_() + x.detach().abs().log()).sum()
     return prof
 
 
@@ -90,3 +93,50 @@ def test_the_printed_floor_adds_the_element_wise_work_then_the_mask_draws():
     assert "element-wise 0.300 s, mask draws 0.150 s CPU" in plus
     assert "wall 1.3000 s" in draws and "the project at 0.87 of it (>= 0.8: yes)" in draws and "CPU 1.3500 s" in draws
     assert elementwise.floor_lines("m", runs, {"train": (1.0, 0.9)}, {"error": "x"}) == []
+
+
+def test_an_evaluation_step_leaves_out_the_derivative_and_a_step_without_masks_leaves_out_addcmul():
+    every = set(elementwise.UNAVOIDABLE)
+    assert set(elementwise.phase_kernels(True)) == every
+    assert set(elementwise.phase_kernels(False)) == every - {"aten::sigmoid_"}
+    assert set(elementwise.phase_kernels(True, masks=False)) == every - {"aten::addcmul"}
+    calls = elementwise.recorded_calls(_profiled_step(), elementwise.phase_kernels(False, masks=False))
+    names = {name for name, _, _ in calls}
+    assert "aten::sigmoid_" not in names and "aten::addcmul" not in names and "aten::log1p_" in names
+
+
+def test_a_tpp_rows_floor_records_its_phases_element_wise_calls_and_prints_them_under_the_products(monkeypatch):
+    from reference_rows import tpp
+
+    keys = elementwise.floor_keys
+    monkeypatch.setattr(elementwise, "floor_keys",  # the calls recorded beside the figures
+                        lambda phase, calls, masks, n: {**keys(phase, calls, masks, n), "calls": calls})
+    x = torch.randn(64, 32, requires_grad=True)
+    w = torch.randn(32, 32, requires_grad=True)
+
+    def step():  # a product, a softmax, the softplus and its derivative, a non-mask addcmul
+        y = torch.softmax(x @ w, -1)
+        (y.detach().exp().log1p_() + y.detach().clone().sigmoid_() + torch.addcmul(y, y, y)).sum().backward()
+
+    for phase in ("train", "eval"):
+        out = tpp.product_seconds(step, phase)
+        names = {name for name, _, _ in out["calls"]}
+        assert {"aten::_softmax", "aten::log1p_"} <= names and "aten::addcmul" not in names  # no masks drawn
+        assert ("aten::sigmoid_" in names) == (phase == "train") and out["replayed_s"] > 0
+        assert out[f"{phase}_elementwise_s"] > 0 and out[f"{phase}_mask_draws_s"] == 0.0
+    project = {"train_step_s": 2.0, "train_cpu_s": 2.0, "eval_step_s": 1.0, "eval_cpu_s": 1.0,
+               "floor_train_s": 1.0, "floor_train_cpu_s": 1.0, "floor_eval_s": 0.5, "floor_eval_cpu_s": 0.5,
+               "floor_train_profiled_s": 1.1, "floor_eval_profiled_s": 0.6,
+               "train_elementwise_s": 0.6, "train_elementwise_cpu_s": 0.6, "train_mask_draws_s": 0.0,
+               "train_mask_draws_cpu_s": 0.0, "eval_elementwise_s": 0.3, "eval_elementwise_cpu_s": 0.3,
+               "eval_mask_draws_s": 0.0, "eval_mask_draws_cpu_s": 0.0}
+    runs = {"reference": [{"train_step_s": 4.0, "train_cpu_s": 4.0, "eval_step_s": 3.0, "eval_cpu_s": 3.0}],
+            "project": [project]}
+    products, plus, draws = tpp.floor_note("m", runs).split("\n")
+    assert products.startswith("  floor m (products") and "wall 1.0000 s against the reference's 4.000 s" in products
+    # training: 1.0 + 0.6 = 1.6 s, the reference 4.0 s at most 2.50x of it, the project's 2.0 s at 0.80 of it
+    assert "training: wall 1.6000 s against the reference's 4.000 s: at most 2.50x; the project at 0.80" in plus
+    assert "evaluation: wall 0.8000 s against the reference's 3.000 s: at most 3.75x" in plus
+    assert plus.startswith("  floor m floor + the unavoidable") and draws.startswith("  floor m floor + those")
+    del project["train_elementwise_s"], project["eval_elementwise_s"]  # a floor from before: the products line alone
+    assert tpp.floor_note("m", runs).count("\n") == 0
