@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from timerepro.tpp.batch import Batch
-from timerepro.tpp.likelihood import EPS, LogLikelihood, empty_likelihood, event_terms, integral_ratios
+from timerepro.tpp.likelihood import LogLikelihood, empty_likelihood, event_terms, integral_ratios
 from timerepro.tpp.thinning import in_chunks
 
 # registry name -> EasyTPP class name
