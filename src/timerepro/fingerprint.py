@@ -174,25 +174,16 @@ class ModuleSource:
     statements: list[dict]  # of `summarise`
     imports: list[Import]
     _definitions: dict | None = field(default=None, repr=False)
-    # memos per set of names / statements: every run of the models sharing a module asks for the same few
-    _memo: dict = field(default_factory=dict, repr=False)
 
     def refs(self, i: int) -> list[str]:
         return self.statements[i]["reads"]
 
     @property
-    def whole(self) -> frozenset[int]:
-        return frozenset(range(len(self.statements)))
-
-    @property
     def digest(self) -> str:
-        return self.digest_of(self.whole)
+        return self.digest_of(range(len(self.statements)))
 
-    def digest_of(self, keep: frozenset[int]) -> str:
-        key = ("digest", keep)
-        if key not in self._memo:
-            self._memo[key] = _sha("\n".join(self.statements[i]["hash"] for i in sorted(keep)))
-        return self._memo[key]
+    def digest_of(self, keep) -> str:
+        return _sha("\n".join(self.statements[i]["hash"] for i in sorted(keep)))
 
     @property
     def definitions(self) -> dict[str, list[int]]:
@@ -203,15 +194,9 @@ class ModuleSource:
                     self._definitions.setdefault(name, []).append(i)
         return self._definitions
 
-    def slice(self, names: set[str]) -> frozenset[int]:
+    def slice(self, names: set[str]) -> set[int]:
         """Indices of the top-level statements `names` need: their definitions, the definitions those
         read, and every statement that defines nothing (it runs on import)."""
-        key = ("slice", frozenset(names))
-        if key not in self._memo:
-            self._memo[key] = frozenset(self._slice(names))
-        return self._memo[key]
-
-    def _slice(self, names: set[str]) -> set[int]:
         keep = {i for i, s in enumerate(self.statements) if not s["defines"]}
         todo = list(names) + [n for i in keep for n in self.refs(i)]
         seen: set[str] = set()
@@ -226,15 +211,12 @@ class ModuleSource:
                     todo.extend(self.refs(i))
         return keep
 
-    def imports_of(self, keep: frozenset[int]) -> list[tuple[Import, bool]]:
+    def imports_of(self, keep: set[int]) -> list[tuple[Import, bool]]:
         """The imports the statements `keep` execute, each with whether a kept statement reads the name
         it binds (an import nobody reads still runs the imported module's top-level statements)."""
-        key = ("imports", keep)
-        if key not in self._memo:
-            used = {n for i in keep for n in self.refs(i)}
-            self._memo[key] = [(imp, not self.statements[imp.stmt]["import"] or imp.bound in used or imp.bound == "*")
-                               for imp in self.imports if imp.stmt in keep]
-        return self._memo[key]
+        used = {n for i in keep for n in self.refs(i)}
+        return [(imp, not self.statements[imp.stmt]["import"] or imp.bound in used or imp.bound == "*")
+                for imp in self.imports if imp.stmt in keep]
 
 
 class Source:
@@ -365,7 +347,7 @@ def code_fingerprint(roots: list[str], *, entry_roots: tuple = (), foreign: set[
                 wanted.setdefault(module, set()).add(name)  # "" = only its statements that run on import
             elif module not in whole:
                 whole.add(module)
-                push(src, src.imports_of(src.whole))
+                push(src, src.imports_of(set(range(len(src.statements)))))
         pending = [m for m, names in wanted.items() if m not in whole and followed.get(m) != names]
         if not pending:
             break
