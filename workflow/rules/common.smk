@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.settings.types import DeploymentMethod
 
-from timerepro import batching, cluster, records, registry
+from timerepro import batching, cluster, records, registry, scheduler_timer
 from timerepro.data.pinning import unpinned_report
 from timerepro.fingerprint import Fingerprinter, run_datasets
 from timerepro.report.families import report_fingerprint
@@ -14,6 +14,7 @@ from timerepro.names import STANDIN_SCALES
 from timerepro.paths import data_dir, processed_path, results_dir
 
 cluster.normalise_slurm_job_states()  # plugin 2.8.0 never notices scancel-ed jobs (docs/cluster.md)
+scheduler_timer.single_reevaluation_timer()  # one wake-up timer, not one more per finished job (its docstring)
 
 SCALE = config["scale"]
 RESULTS = Path(config.get("results") or results_dir()).resolve()
