@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
+from timerepro.patching import replace_once
+
 ENV_PARTITION = "TIMEREPRO_SLURM_PARTITION"
 ENV_ACCOUNT = "TIMEREPRO_SLURM_ACCOUNT"
 ENV_GPU_MODEL = "TIMEREPRO_SLURM_GPU_MODEL"
@@ -262,9 +264,6 @@ def sbatch_args(native_spec: str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # snakemake-executor-plugin-slurm 2.8.0: jobs cancelled with scancel are never noticed
 
-_PATCH_MARK = "_timerepro_normalises_states"
-
-
 def normalise_slurm_job_states() -> bool:
     """Make the SLURM executor notice jobs cancelled by a user or an admin (`scancel`).
 
@@ -279,20 +278,15 @@ def normalise_slurm_job_states() -> bool:
         import snakemake_executor_plugin_slurm as plugin
     except ImportError:
         return False
-    query = getattr(plugin, "query_job_status", None)
-    if query is None:
-        return False
-    if getattr(query, _PATCH_MARK, False):
-        return True
 
-    async def query_job_status(command, logger):
-        states, duration = await query(command, logger)
-        if states:
-            states = {job: ("CANCELLED" if state.startswith("CANCELLED") else state)
-                      for job, state in states.items()}
-        return states, duration
+    def wrap(query):
+        async def query_job_status(command, logger):
+            states, duration = await query(command, logger)
+            if states:
+                states = {job: ("CANCELLED" if state.startswith("CANCELLED") else state)
+                          for job, state in states.items()}
+            return states, duration
 
-    setattr(query_job_status, _PATCH_MARK, True)
-    query_job_status.__wrapped__ = query  # type: ignore[attr-defined]
-    plugin.query_job_status = query_job_status
-    return True
+        return query_job_status
+
+    return replace_once(plugin, "query_job_status", wrap)

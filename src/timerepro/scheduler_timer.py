@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 
-_PATCH_MARK = "_timerepro_single_timer"
+from timerepro.patching import replace_once
+
 _PENDING = "_timerepro_timer_pending"
 
 
@@ -29,26 +30,19 @@ def single_reevaluation_timer() -> bool:
         from snakemake.scheduling.job_scheduler import JobScheduler
     except ImportError:
         return False
-    upstream = getattr(JobScheduler, "_schedule_reevalutation", None)
-    if upstream is None:
-        return False
-    if getattr(upstream, _PATCH_MARK, False):
-        return True
+    return replace_once(JobScheduler, "_schedule_reevalutation", lambda upstream: _schedule_reevalutation)
 
-    def _schedule_reevalutation(self, delay) -> None:
-        if getattr(self, _PENDING, False):  # a pass is already due within `delay`: it schedules the next timer
-            return
-        setattr(self, _PENDING, True)
 
-        def wake() -> None:
-            setattr(self, _PENDING, False)  # cleared before the release: the pass it wakes starts the next timer
-            self._open_jobs.release()
+def _schedule_reevalutation(self, delay) -> None:
+    """Upstream's method, but a no-op while a timer is pending; the timer is a daemon thread."""
+    if getattr(self, _PENDING, False):  # a pass is already due within `delay`: it schedules the next timer
+        return
+    setattr(self, _PENDING, True)
 
-        timer = threading.Timer(delay, wake)
-        timer.daemon = True
-        timer.start()
+    def wake() -> None:
+        setattr(self, _PENDING, False)  # cleared before the release: the pass it wakes starts the next timer
+        self._open_jobs.release()
 
-    setattr(_schedule_reevalutation, _PATCH_MARK, True)
-    _schedule_reevalutation.__wrapped__ = upstream  # type: ignore[attr-defined]
-    JobScheduler._schedule_reevalutation = _schedule_reevalutation
-    return True
+    timer = threading.Timer(delay, wake)
+    timer.daemon = True
+    timer.start()
