@@ -128,3 +128,12 @@ def test_deleting_run_records_empties_reproduced_cells(smoke_results, tmp_path):
             assert "(reproduced)" not in md.read_text()
     page = html.build(reg, "smoke", results).read_text()
     assert "<tr><th>regenerated</th><td>0</td></tr>" in page
+
+
+def test_every_training_process_trusted_the_reference_checks_snakemake_ran(smoke_results):
+    """The Snakefile exports the checked digest of params/ and code (registry.CHECKED_ENV): every run-job it
+    started skipped the 0.6 s of reference checks, and says so in its log."""
+    logs = sorted((smoke_results / "logs" / "jobs").glob("*/*.log"))
+    assert logs
+    for log in logs:
+        assert "params/ references checked by the parent process" in log.read_text().splitlines()[0], log

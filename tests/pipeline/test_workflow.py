@@ -95,3 +95,18 @@ def test_editing_report_code_makes_no_training_due(copies):
     path = repo / "src" / "timerepro" / "report" / "aggregate.py"
     path.write_text(path.read_text() + "\n\ndef _edited():\n    return 1\n")
     assert dry_run(repo, results).get("train", 0) == 0
+
+
+def test_a_slurm_jobs_own_snakemake_leaves_the_stamps_to_the_submitting_process(tmp_path):
+    """`--mode remote` is how the SLURM plugin starts Snakemake inside a job: its parse writes no code stamps (the
+    submitting process did) and runs no unpinned-data report; the submitting parse writes them."""
+    def parse(results: Path, *mode: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "snakemake", "-l", *mode, "--config", "scale=smoke",
+                               f"results={results}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    remote, submitting = parse(tmp_path / "remote", "--mode", "remote"), parse(tmp_path / "submitting")
+    assert remote.returncode == 0 and submitting.returncode == 0, remote.stderr[-2000:] + submitting.stderr[-2000:]
+    assert "train" in remote.stdout.split()  # the rules were parsed
+    assert not (tmp_path / "remote").exists()
+    assert {p.name for p in (tmp_path / "submitting" / "jobs").iterdir()} == {
+        f"{p}.fingerprints.json" for p in registry.PAPERS}

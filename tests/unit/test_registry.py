@@ -5,7 +5,7 @@ import shutil
 import pytest
 import yaml
 
-from timerepro import registry
+from timerepro import catalog, registry
 from timerepro.paths import params_dir
 from timerepro.schema import ConfigError
 
@@ -134,3 +134,49 @@ def test_cli_refuses_invalid_params_before_any_job(params_copy, tmp_path, capsys
     err = capsys.readouterr().err
     assert "linear_time.yaml: experiments.synthetic_seqcls.grid.layers[0]" in err
     assert not (tmp_path / "r" / "runs").exists()
+
+
+def test_a_parent_process_checks_skip_the_reference_checks_of_the_same_files_only(params_copy, monkeypatch):
+    calls = []
+    real = registry.Registry._check_references
+    monkeypatch.setattr(registry.Registry, "_check_references", lambda self: calls.append(1) or real(self))
+    digest = registry.load(params_copy).checks_digest
+    assert calls == [1]
+    monkeypatch.setenv(registry.CHECKED_ENV, digest)
+    trusted = registry.load(params_copy)
+    assert calls == [1] and trusted.checked_by_parent and trusted.default_scale() == "offline"  # params/run.yaml
+    assert not registry.load(params_copy, trust_checked=False).checked_by_parent and calls == [1, 1]
+    # any other content is checked again: a model's module that does not exist is refused as before
+    _edit(params_copy / "models.yaml", lambda d: d["tgat"].update(module="timerepro.models.nowhere:build"))
+    with pytest.raises(ConfigError, match="no module 'timerepro.models.nowhere'"):
+        registry.load(params_copy)
+    assert calls == [1, 1, 1]
+
+
+def test_the_checks_digest_covers_the_source_of_a_named_module_outside_the_package(params_copy, tmp_path, monkeypatch):
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "models_outside.py").write_text("def build(config):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "lab"))
+    _edit(params_copy / "models.yaml", lambda d: d["tgat"].update(module="models_outside:build"))
+    before = registry.load(params_copy)
+    (tmp_path / "lab" / "models_outside.py").write_text("def make(config):\n    return None\n")  # `build` is gone
+    after = registry.checks_digest(params_copy, [*before.tasks.values(), *before.models.values()])
+    assert after != before.checks_digest
+    monkeypatch.setenv(registry.CHECKED_ENV, before.checks_digest)
+    catalog._source.cache_clear()  # a process reads each source once; this test changes one under it
+    with pytest.raises(ConfigError, match="defines no 'build'"):
+        registry.load(params_copy)
+
+
+def test_validate_checks_everything_whatever_the_environment_says(params_copy, monkeypatch, capsys):
+    from timerepro import cli
+
+    _edit(params_copy / "models.yaml", lambda d: d["tgat"].update(module="timerepro.models.nowhere:build"))
+    tasks, models = (yaml.safe_load((params_copy / f).read_text()) for f in ("tasks.yaml", "models.yaml"))
+    entries = [v for k, v in tasks.items() if k != "shared_parameters"] + list(models.values())
+    forged = registry.checks_digest(params_copy, entries)  # the broken files' digest, as if a parent had checked them
+    monkeypatch.setenv(registry.CHECKED_ENV, forged)
+    monkeypatch.setattr(registry, "params_dir", lambda: params_copy)
+    assert registry.load().checked_by_parent  # a forged digest is trusted by a job ...
+    assert cli.main(["validate"]) == 2  # ... never by `timerepro validate`
+    assert "models.yaml: tgat.module" in capsys.readouterr().err

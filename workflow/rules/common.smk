@@ -1,6 +1,7 @@
 # Shared by the workflow files: the registry's jobs at this scale, where results and data live,
 # the one interpreter of every job, and the input functions (this file defines no rules).
 
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +26,9 @@ PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.depl
 TR = f"{PYTHON} -m timerepro --results {RESULTS} --data-dir {DATA}"
 CONDA_ENV = "../../environment.yml"
 REG = registry.load()
+# the processes Snakemake starts (here, or a SLURM job's own Snakemake through sbatch --export=ALL) skip the
+# reference checks this parse ran on the same files (timerepro.registry.CHECKED_ENV)
+os.environ[registry.CHECKED_ENV] = REG.checks_digest
 JOBS = {j.job_id: j for j in REG.jobs(SCALE)}
 PAPERS = list(registry.PAPERS)
 FINGERPRINTS = Fingerprinter(models=REG.models)
@@ -32,14 +36,16 @@ JOB_CODE = {jid: FINGERPRINTS.job([r.config for r in j.runs]) for jid, j in JOBS
 # one run-job process per batch of jobs made by the same code (params/scales.yaml `runs_per_batch`)
 BATCHES = {b.batch_id: b for b in batching.batches(JOBS.values(), JOB_CODE, batching.runs_per_batch(REG, SCALE))}
 REPORT_CODE = report_fingerprint(FINGERPRINTS.source)  # the aggregators' and renderers' code
-for _paper in PAPERS:  # rewritten only when a job's or the report's fingerprint changed (records.update_code_stamp)
+# A SLURM job's own Snakemake (remote mode) parses this file again for its one job: the submitting process has
+# written the stamps and printed the warning (the unpinned report alone is 1.7 s at paper scale, per job).
+for _paper in [] if workflow.remote_exec else PAPERS:  # rewritten only when a job's or the report's fingerprint changed
     records.update_code_stamp(
         records.code_stamp(RESULTS, _paper),
         {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper},
         report_code=REPORT_CODE,
     )
 
-if any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
+if not workflow.remote_exec and any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
     _unpinned = unpinned_report(REG, SCALE)
     if _unpinned:
         print(f"WARNING: {_unpinned}", file=sys.stderr)
