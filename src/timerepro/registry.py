@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib.util
 import itertools
 import json
 import os
@@ -27,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 
 from timerepro import report_catalog
-from timerepro.catalog import target_problem
+from timerepro.catalog import _source, target_problem
 from timerepro.models.registry import serves
 from timerepro.paths import params_dir, project_root
 from timerepro.schema import ConfigError, NotFoundError, load_yaml, validate_file, validate_value
@@ -93,10 +92,15 @@ class Registry:
         if run_defaults.get("scale") not in self.scales["scales"]:
             raise ConfigError(root / "run.yaml", "scale", f"unknown scale {run_defaults.get('scale')!r}; known: {self.scale_names()}")
         self._default_scale = run_defaults["scale"]
-        self.checks_digest = checks_digest(root, [*self.tasks.values(), *self.models.values()])
-        self.checked_by_parent = trust_checked and os.environ.get(CHECKED_ENV) == self.checks_digest
+        parent = os.environ.get(CHECKED_ENV) if trust_checked else None
+        self.checked_by_parent = parent is not None and parent == self.checks_digest  # hashed only when one came
         if not self.checked_by_parent:
             self._check_references()
+
+    @cached_property
+    def checks_digest(self) -> str:
+        """`checks_digest` of this registry's params/ and the modules its tasks and models name."""
+        return checks_digest(self.root, [*self.tasks.values(), *self.models.values()])
 
     # ---- validation beyond the JSON schemas: names that must exist elsewhere -------------------
     def _check_references(self) -> None:
@@ -422,15 +426,8 @@ def checks_digest(root: Path, entries: list[dict]) -> str:
     for name in outside:
         if name.split(".")[0] == package.name:
             continue
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        origin = spec.origin if spec else None
-        if origin and origin.endswith(".py"):
-            files.append(Path(origin))
-        else:
-            h.update(f"missing {name}\0".encode())
+        found = _source(name)  # the text the checks read (catalog's, read once per process)
+        h.update(f"{name}\0{found[0]}\0{found[1]}\0".encode() if found else f"missing {name}\0".encode())
     for path in files:
         data = path.read_bytes()
         h.update(f"{path}\0{len(data)}\0".encode())

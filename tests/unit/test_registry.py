@@ -159,11 +159,12 @@ def test_the_checks_digest_covers_the_source_of_a_named_module_outside_the_packa
     monkeypatch.syspath_prepend(str(tmp_path / "lab"))
     _edit(params_copy / "models.yaml", lambda d: d["tgat"].update(module="models_outside:build"))
     before = registry.load(params_copy)
+    digest = before.checks_digest  # hashed when first asked for (the Snakefile asks right after loading)
     (tmp_path / "lab" / "models_outside.py").write_text("def make(config):\n    return None\n")  # `build` is gone
-    after = registry.checks_digest(params_copy, [*before.tasks.values(), *before.models.values()])
-    assert after != before.checks_digest
-    monkeypatch.setenv(registry.CHECKED_ENV, before.checks_digest)
     catalog._source.cache_clear()  # a process reads each source once; this test changes one under it
+    after = registry.checks_digest(params_copy, [*before.tasks.values(), *before.models.values()])
+    assert after != digest
+    monkeypatch.setenv(registry.CHECKED_ENV, digest)
     with pytest.raises(ConfigError, match="defines no 'build'"):
         registry.load(params_copy)
 

@@ -38,17 +38,17 @@ BATCHES = {b.batch_id: b for b in batching.batches(JOBS.values(), JOB_CODE, batc
 REPORT_CODE = report_fingerprint(FINGERPRINTS.source)  # the aggregators' and renderers' code
 # A SLURM job's own Snakemake (remote mode) parses this file again for its one job: the submitting process has
 # written the stamps and printed the warning (the unpinned report alone is 1.7 s at paper scale, per job).
-for _paper in [] if workflow.remote_exec else PAPERS:  # rewritten only when a job's or the report's fingerprint changed
-    records.update_code_stamp(
-        records.code_stamp(RESULTS, _paper),
-        {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper},
-        report_code=REPORT_CODE,
-    )
-
-if not workflow.remote_exec and any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
-    _unpinned = unpinned_report(REG, SCALE)
-    if _unpinned:
-        print(f"WARNING: {_unpinned}", file=sys.stderr)
+if not workflow.remote_exec:
+    for _paper in PAPERS:  # rewritten only when a job's or the report's fingerprint changed (records.update_code_stamp)
+        records.update_code_stamp(
+            records.code_stamp(RESULTS, _paper),
+            {jid: JOB_CODE[jid] for jid, j in JOBS.items() if j.paper == _paper},
+            report_code=REPORT_CODE,
+        )
+    if any("standin" in r.config and not r.config["standin"] for j in JOBS.values() for r in j.runs):
+        _unpinned = unpinned_report(REG, SCALE)
+        if _unpinned:
+            print(f"WARNING: {_unpinned}", file=sys.stderr)
 
 
 def batch_marker(batch):
